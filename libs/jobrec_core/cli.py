@@ -1,0 +1,91 @@
+"""The `jobrec` command: local services and the one-command demo.
+
+    jobrec es start|stop|status     the local Elasticsearch node
+    jobrec demo                     start the node, prove every component, print the report
+    jobrec config                   print the resolved configuration (secrets are never in it)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from jobrec_core.config import ConfigError, JobrecConfig
+from jobrec_core.es_node import LocalElasticsearch, LocalNodeError
+from jobrec_core.runtime import add_common_arguments, config_from_args, setup_logging
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="jobrec", description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    es = add_common_arguments(commands.add_parser("es", help="the local Elasticsearch node"))
+    es.add_argument("action", choices=["start", "stop", "status"])
+    es.add_argument("--purge", action="store_true", help="with stop: delete the node's data")
+
+    demo = add_common_arguments(
+        commands.add_parser("demo", help="run the pipeline on the embedded default")
+    )
+    demo.add_argument(
+        "--keep-es", action="store_true", help="leave the Elasticsearch node running afterwards"
+    )
+
+    add_common_arguments(commands.add_parser("config", help="print the resolved configuration"))
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    setup_logging()
+    try:
+        config = config_from_args(args)
+        if args.command == "es":
+            return _es(config, args.action, args.purge)
+        if args.command == "demo":
+            return _demo(config, keep_es=args.keep_es)
+        print(json.dumps(config.model_dump(), indent=2))
+        return 0
+    except (ConfigError, LocalNodeError) as error:
+        print(f"jobrec: {error}", file=sys.stderr)
+        return 2
+
+
+def _es(config: JobrecConfig, action: str, purge: bool) -> int:
+    node = LocalElasticsearch(config.elasticsearch.local)
+    if action == "start":
+        state = node.start()
+        print(f"Elasticsearch running at {state.url} (pid {state.pid})")
+        return 0
+    if action == "stop":
+        was_running = node.stop(purge=purge)
+        print("Elasticsearch stopped" if was_running else "Elasticsearch was not running")
+        return 0
+    state = node.status()
+    if state is None:
+        print("Elasticsearch is not running")
+        return 3
+    print(f"Elasticsearch running at {state.url} (pid {state.pid})")
+    return 0
+
+
+def _demo(config: JobrecConfig, keep_es: bool) -> int:
+    from jobrec_core.spark import get_spark
+    from jobrec_core.stack_check import StackContext, format_report, run_checks
+
+    node = LocalElasticsearch(config.elasticsearch.local) if config.elasticsearch.local.enabled else None
+    if node is not None:
+        node.start()
+    try:
+        spark = get_spark(config)
+        results = run_checks(StackContext(config, spark))
+        print(format_report(results))
+        return 0 if all(r.ok for r in results) else 1
+    finally:
+        if node is not None and not keep_es:
+            node.stop()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,376 @@
+"""Typed configuration: `conf/base.yaml`, an environment overlay, then `--set` overrides.
+
+Every job reads its settings through :func:`load_config`, so that local runs and Databricks
+workflows execute the same code with different files. Validation is strict on purpose: a typo
+in a key or a string where a number belongs fails at start-up with the key and the file that set
+it, instead of silently falling back to a default hours into a run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+ENV_CONF_DIR = "JOBREC_CONF_DIR"
+BASE_FILE = "base.yaml"
+
+
+class ConfigError(ValueError):
+    """A configuration file is missing, unreadable, or does not match the schema."""
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class RunConfig(_Section):
+    seed: int
+
+
+class StorageConfig(_Section):
+    root: str
+
+
+class SparkConfig(_Section):
+    master: str | None
+    app_name: str
+    jars_dir: str | None
+    shuffle_partitions: int = Field(gt=0)
+    conf: dict[str, str]
+
+
+class EsAuthConfig(_Section):
+    username_env: str
+    password_env: str
+    api_key_env: str
+    secret_scope: str | None
+
+
+class Bm25Config(_Section):
+    k1: float = Field(ge=0)
+    b: float = Field(ge=0, le=1)
+
+
+class LocalEsConfig(_Section):
+    enabled: bool
+    port: int = Field(ge=0, le=65535)
+    heap: str
+    workdir: str
+    jars_dir: str
+    start_timeout_s: float = Field(gt=0)
+
+
+class ElasticsearchConfig(_Section):
+    nodes: list[str]
+    index_alias: str
+    auth: EsAuthConfig
+    verify_certs: bool
+    request_timeout_s: float = Field(gt=0)
+    similarity: Bm25Config
+    shards: int = Field(gt=0)
+    replicas: int = Field(ge=0)
+    keep_versions: int = Field(ge=1)
+    local: LocalEsConfig
+
+
+class MlflowConfig(_Section):
+    tracking_uri: str
+    registry_uri: str | None
+    artifact_root: str | None
+    experiment: str
+    model_name: str
+    champion_alias: str
+    challenger_alias: str
+
+
+class TextConfig(_Section):
+    stopword_languages: list[str]
+    fields: list[str]
+
+
+class EmbeddingsConfig(_Section):
+    vector_size: int = Field(gt=0)
+    window: int = Field(gt=0)
+    min_count: int = Field(ge=1)
+    epochs: int = Field(gt=0)
+    sg: Literal[0, 1]
+    workers: int = Field(gt=0)
+
+
+class CleaningConfig(_Section):
+    min_jobs: int = Field(ge=1)
+    min_top_score: int
+    high_interest_score: int
+    max_score: int
+    wmd_fields: list[str]
+    wmd_similarity_threshold: float = Field(ge=0, le=1)
+    reapply_rules_after_wmd: bool
+
+
+class QueriesConfig(_Section):
+    fields: list[str]
+    max_terms: int = Field(gt=0)
+    drop_first_fields: list[str]
+    negative_fraction: float = Field(gt=0, le=1)
+
+
+class RetrievalConfig(_Section):
+    top_k: int = Field(gt=0)
+    type: Literal["most_fields", "best_fields", "cross_fields"]
+    boosts: dict[str, float]
+    auto_generate_synonyms_phrase_query: bool
+    msearch_batch: int = Field(gt=0)
+    max_concurrent_searches: int = Field(gt=0)
+    timeout_s: float = Field(gt=0)
+    max_retries: int = Field(ge=0)
+    backoff_s: float = Field(ge=0)
+
+
+class HistogramsConfig(_Section):
+    bins: int = Field(gt=1)
+    variant: Literal["ch", "nh", "lch"]
+    doc_fields: list[str]
+    doc_max_terms: int = Field(gt=0)
+
+
+class PairsConfig(_Section):
+    train: int = Field(ge=0)
+    dev: int = Field(ge=0)
+    test: int = Field(ge=0)
+    map_dev: int = Field(ge=0)
+    map_test: int = Field(ge=0)
+    map_positives: int = Field(gt=0)
+    map_negatives: int = Field(gt=0)
+
+
+class ModelConfig(_Section):
+    version: Literal["v1", "v2", "v3", "v4"]
+    mlp_layers: int = Field(ge=1)
+    mlp_width: int = Field(ge=1)
+    gating: Literal["idf", "embedding"]
+    max_query_terms: int = Field(gt=0)
+
+
+class TrainingConfig(_Section):
+    max_epochs: int = Field(gt=0)
+    early_stop_delta: float = Field(ge=0)
+    optimizer: Literal["adam", "adagrad", "sgd"]
+    learning_rate: float = Field(gt=0)
+    batch_size: int = Field(gt=0)
+    hinge_margin: float = Field(gt=0)
+    num_processes: int = Field(gt=0)
+    use_gpu: bool
+    learning_curve_sizes: list[int]
+
+
+class EvaluationConfig(_Section):
+    k: int = Field(gt=0)
+
+
+class QualityConfig(_Section):
+    error_budget_fraction: float = Field(ge=0, le=1)
+
+
+class JobrecConfig(_Section):
+    """The whole configuration; one attribute per section of `conf/base.yaml`."""
+
+    run: RunConfig
+    storage: StorageConfig
+    spark: SparkConfig
+    elasticsearch: ElasticsearchConfig
+    mlflow: MlflowConfig
+    text: TextConfig
+    embeddings: EmbeddingsConfig
+    cleaning: CleaningConfig
+    queries: QueriesConfig
+    retrieval: RetrievalConfig
+    histograms: HistogramsConfig
+    pairs: PairsConfig
+    model: ModelConfig
+    training: TrainingConfig
+    evaluation: EvaluationConfig
+    quality: QualityConfig
+
+    env: str = "base"
+    project_root: str = "."
+
+    def path(self, relative: str) -> str:
+        """A location under `storage.root` (tables, artifacts), as a string Spark understands."""
+        return f"{self.storage.root.rstrip('/')}/{relative.lstrip('/')}"
+
+
+def default_conf_dir() -> Path:
+    """`$JOBREC_CONF_DIR`, else `./conf`, else the `conf/` of the checkout this package is in."""
+    from_env = os.environ.get(ENV_CONF_DIR)
+    if from_env:
+        return Path(from_env)
+    cwd_conf = Path.cwd() / "conf"
+    if (cwd_conf / BASE_FILE).is_file():
+        return cwd_conf
+    return Path(__file__).resolve().parents[2] / "conf"
+
+
+def load_config(
+    env: str = "local",
+    overrides: Iterable[str] = (),
+    conf_dir: str | Path | None = None,
+) -> JobrecConfig:
+    """Load `base.yaml`, merge `<env>.yaml` over it, apply `key=value` overrides, validate.
+
+    Relative local paths (storage root, jar folders, a sqlite tracking store) are resolved
+    against the project root (the parent of the conf folder), so jobs behave the same from any
+    working directory.
+    """
+    directory = Path(conf_dir) if conf_dir is not None else default_conf_dir()
+    origins: dict[tuple[str, ...], str] = {}
+    merged = _read_yaml(directory / BASE_FILE)
+    _record_origins(merged, (), str(directory / BASE_FILE), origins)
+    if env != "base":
+        overlay_file = directory / f"{env}.yaml"
+        overlay = _read_yaml(overlay_file)
+        _deep_merge(merged, overlay, (), str(overlay_file), origins)
+    for override in overrides:
+        key, value = _parse_override(override)
+        _deep_merge(merged, _nest(key, value), (), f"--set {override}", origins)
+    merged["env"] = env
+    merged["project_root"] = str(directory.resolve().parent)
+    try:
+        config = JobrecConfig.model_validate(merged)
+    except ValidationError as error:
+        raise ConfigError(_describe(error, origins, directory / BASE_FILE)) from None
+    return _resolve_local_paths(config)
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise ConfigError(f"configuration file not found: {path}")
+    try:
+        content = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path}: not valid YAML: {error}") from None
+    if content is None:
+        return {}
+    if not isinstance(content, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping of sections")
+    return content
+
+
+def _record_origins(
+    tree: Mapping[str, Any], prefix: tuple[str, ...], source: str, origins: dict
+) -> None:
+    for key, value in tree.items():
+        path = (*prefix, str(key))
+        origins[path] = source
+        if isinstance(value, Mapping):
+            _record_origins(value, path, source, origins)
+
+
+def _deep_merge(
+    target: dict[str, Any],
+    overlay: Mapping[str, Any],
+    prefix: tuple[str, ...],
+    source: str,
+    origins: dict,
+) -> None:
+    for key, value in overlay.items():
+        path = (*prefix, str(key))
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict) and value:
+            _deep_merge(target[key], value, path, source, origins)
+        else:
+            target[key] = value
+            origins[path] = source
+            if isinstance(value, Mapping):
+                _record_origins(value, path, source, origins)
+
+
+def _parse_override(override: str) -> tuple[str, Any]:
+    key, sep, raw = override.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {override!r}: expected section.key=value")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as error:
+        raise ConfigError(f"--set {override!r}: value is not valid YAML: {error}") from None
+    return key.strip(), value
+
+
+def _nest(dotted_key: str, value: Any) -> dict[str, Any]:
+    tree: dict[str, Any] = {}
+    node = tree
+    parts = dotted_key.split(".")
+    for part in parts[:-1]:
+        node = node.setdefault(part, {})
+    node[parts[-1]] = value
+    return tree
+
+
+def _describe(error: ValidationError, origins: dict, base_file: Path) -> str:
+    lines = ["invalid configuration:"]
+    for problem in error.errors():
+        loc = tuple(str(part) for part in problem["loc"])
+        key = ".".join(loc)
+        source = _origin_of(loc, origins) or str(base_file)
+        if problem["type"] == "extra_forbidden":
+            message = "unknown key"
+        elif problem["type"] == "missing":
+            message = "missing key"
+        else:
+            message = f"{problem['msg']} (got {problem.get('input')!r})"
+        lines.append(f"  {key}: {message} [in {source}]")
+    return "\n".join(lines)
+
+
+def _origin_of(loc: tuple[str, ...], origins: dict) -> str | None:
+    for length in range(len(loc), 0, -1):
+        if loc[:length] in origins:
+            return str(origins[loc[:length]])
+    return None
+
+
+def _has_scheme(location: str) -> bool:
+    return "://" in location or location.startswith(("dbfs:", "file:"))
+
+
+def _absolute(location: str | None, root: Path) -> str | None:
+    if location is None or _has_scheme(location) or Path(location).is_absolute():
+        return location
+    return str((root / location).resolve())
+
+
+def _resolve_local_paths(config: JobrecConfig) -> JobrecConfig:
+    root = Path(config.project_root)
+    tracking = config.mlflow.tracking_uri
+    prefix = "sqlite:///"
+    if tracking.startswith(prefix) and not tracking.startswith(prefix + "/"):
+        tracking = prefix + str((root / tracking[len(prefix) :]).resolve())
+    return config.model_copy(
+        update={
+            "storage": config.storage.model_copy(
+                update={"root": _absolute(config.storage.root, root)}
+            ),
+            "spark": config.spark.model_copy(
+                update={"jars_dir": _absolute(config.spark.jars_dir, root)}
+            ),
+            "elasticsearch": config.elasticsearch.model_copy(
+                update={
+                    "local": config.elasticsearch.local.model_copy(
+                        update={
+                            "workdir": _absolute(config.elasticsearch.local.workdir, root),
+                            "jars_dir": _absolute(config.elasticsearch.local.jars_dir, root),
+                        }
+                    )
+                }
+            ),
+            "mlflow": config.mlflow.model_copy(
+                update={
+                    "tracking_uri": tracking,
+                    "artifact_root": _absolute(config.mlflow.artifact_root, root),
+                }
+            ),
+        }
+    )

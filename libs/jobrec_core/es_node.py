@@ -1,0 +1,243 @@
+"""The local Elasticsearch node: a real Elasticsearch 8 server the project starts itself.
+
+Elastic publishes the server and its HTTP module to Maven Central but not the distribution, so
+`scripts/setup.sh` lays out the jars (see `jvm/pom.xml`) and this module runs them with the
+project's launcher (`jvm/es-launcher`). The node binds to 127.0.0.1 only, keeps its data under
+`elasticsearch.local.workdir`, and records its pid and port in `node.json` there, which is how
+every other command finds it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from jobrec_core.config import LocalEsConfig
+
+log = logging.getLogger(__name__)
+
+LAUNCHER_CLASS = "jobrec.es.LocalNode"
+STATE_FILE = "node.json"
+MIN_JAVA = 17
+
+
+class LocalNodeError(RuntimeError):
+    """The local node cannot be started, reached or stopped; the message says what to do."""
+
+
+@dataclass(frozen=True)
+class NodeState:
+    pid: int
+    port: int
+    workdir: str
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+class LocalElasticsearch:
+    """Start, stop and inspect the project's single-node cluster."""
+
+    def __init__(self, settings: LocalEsConfig) -> None:
+        self.settings = settings
+        self.workdir = Path(settings.workdir)
+        self.jars = Path(settings.jars_dir)
+
+    @property
+    def state_file(self) -> Path:
+        return self.workdir / STATE_FILE
+
+    @property
+    def log_file(self) -> Path:
+        return self.workdir / "node.log"
+
+    def status(self) -> NodeState | None:
+        """The running node, or None; a stale state file (dead process) is removed."""
+        state = self._read_state()
+        if state is None:
+            return None
+        if not _process_alive(state.pid):
+            self.state_file.unlink(missing_ok=True)
+            return None
+        return state
+
+    def start(self) -> NodeState:
+        """Start the node (or return the running one) and wait until its health is green."""
+        running = self.status()
+        if running is not None and _health(running.url) is not None:
+            log.info("Elasticsearch already running at %s (pid %d)", running.url, running.pid)
+            return running
+        java = _find_java()
+        module_path, launcher = self._check_jars()
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "tmp").mkdir(exist_ok=True)
+        port = self.settings.port or _free_port()
+        command = [
+            java,
+            f"-Xms{self.settings.heap}",
+            f"-Xmx{self.settings.heap}",
+            "-XX:+UseG1GC",
+            f"-Djava.io.tmpdir={self.workdir / 'tmp'}",
+            "-Dlog4j2.disable.jmx=true",
+            "--module-path",
+            str(module_path),
+            "--add-modules=ALL-MODULE-PATH",
+            "-cp",
+            str(launcher),
+            LAUNCHER_CLASS,
+            str(self.jars),
+            str(self.workdir),
+            str(port),
+        ]
+        log.info("starting Elasticsearch on 127.0.0.1:%d (data in %s)", port, self.workdir)
+        with open(self.log_file, "ab") as out:
+            process = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        state = NodeState(pid=process.pid, port=port, workdir=str(self.workdir))
+        self.state_file.write_text(json.dumps(asdict(state)), encoding="utf-8")
+        self._wait_until_healthy(process, state)
+        log.info("Elasticsearch is up at %s (pid %d)", state.url, state.pid)
+        return state
+
+    def stop(self, purge: bool = False, timeout_s: float = 30.0) -> bool:
+        """Stop the node; `purge` also deletes its data. Returns whether a node was running."""
+        state = self.status()
+        if state is not None:
+            log.info("stopping Elasticsearch (pid %d)", state.pid)
+            _terminate(state.pid, timeout_s)
+        self.state_file.unlink(missing_ok=True)
+        if purge and self.workdir.exists():
+            shutil.rmtree(self.workdir)
+        return state is not None
+
+    def _read_state(self) -> NodeState | None:
+        try:
+            return NodeState(**json.loads(self.state_file.read_text(encoding="utf-8")))
+        except (FileNotFoundError, ValueError, TypeError):
+            return None
+
+    def _check_jars(self) -> tuple[Path, Path]:
+        module_path = self.jars / "lib"
+        launcher = self.jars / "launcher" / "jobrec-es-launcher.jar"
+        missing = [
+            str(p)
+            for p in (module_path, launcher, self.jars / "modules" / "transport-netty4")
+            if not p.exists()
+        ]
+        if missing:
+            raise LocalNodeError(
+                "Elasticsearch jars not found: "
+                + ", ".join(missing)
+                + ". Run scripts/setup.sh (it fetches them from Maven Central)."
+            )
+        return module_path, launcher
+
+    def _wait_until_healthy(self, process: subprocess.Popen, state: NodeState) -> None:
+        deadline = time.monotonic() + self.settings.start_timeout_s
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                self.state_file.unlink(missing_ok=True)
+                raise LocalNodeError(
+                    f"Elasticsearch exited with code {process.returncode} while starting. "
+                    f"Last lines of {self.log_file}:\n{_tail(self.log_file)}"
+                )
+            health = _health(state.url)
+            if health in ("green", "yellow"):
+                return
+            time.sleep(0.5)
+        _terminate(process.pid, 10)
+        self.state_file.unlink(missing_ok=True)
+        raise LocalNodeError(
+            f"Elasticsearch did not become healthy within {self.settings.start_timeout_s:.0f}s. "
+            f"Last lines of {self.log_file}:\n{_tail(self.log_file)}"
+        )
+
+
+def _find_java() -> str:
+    java_home = os.environ.get("JAVA_HOME")
+    java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    if not java or not Path(java).exists():
+        raise LocalNodeError(
+            f"Java {MIN_JAVA}+ is needed for the local Elasticsearch node and was not found "
+            "(set JAVA_HOME or put java on PATH)."
+        )
+    banner = subprocess.run(
+        [java, "-version"], capture_output=True, text=True, check=False
+    ).stderr
+    match = re.search(r'version "(\d+)', banner)
+    if match is None or int(match.group(1)) < MIN_JAVA:
+        raise LocalNodeError(
+            f"Java {MIN_JAVA}+ is needed for the local Elasticsearch node; {java} reports: "
+            f"{banner.strip().splitlines()[0] if banner.strip() else 'nothing'}"
+        )
+    return java
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _health(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(f"{url}/_cluster/health", timeout=2) as response:
+            return str(json.loads(response.read())["status"])
+    except (urllib.error.URLError, OSError, ValueError, KeyError):
+        return None
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie (exited, not yet reaped by its parent) is not alive.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _terminate(pid: int, timeout_s: float) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not _process_alive(pid):
+            return
+        time.sleep(0.2)
+    log.warning("Elasticsearch (pid %d) ignored SIGTERM for %.0fs; killing it", pid, timeout_s)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+
+
+def _tail(path: Path, lines: int = 25) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

@@ -1,0 +1,42 @@
+"""What every entry point shares: the common arguments, configuration and logging."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from jobrec_core.config import JobrecConfig, load_config
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--env`, `--conf-dir` and repeatable `--set key=value`, identical for every job."""
+    parser.add_argument(
+        "--env", default="local", help="configuration overlay: conf/<env>.yaml (default: local)"
+    )
+    parser.add_argument(
+        "--conf-dir", default=None, help="folder of base.yaml and the overlays (default: ./conf)"
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one setting, e.g. --set cleaning.wmd_similarity_threshold=0.5",
+    )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> JobrecConfig:
+    return load_config(args.env, args.overrides, args.conf_dir)
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    """Progress goes to stderr; results a job prints go to stdout."""
+    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)
+    for noisy in ("py4j", "elastic_transport", "urllib3", "alembic", "mlflow.store.db"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+

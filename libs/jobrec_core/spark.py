@@ -1,0 +1,78 @@
+"""The Spark session every job runs in.
+
+Locally (`spark.master` set) the session is built here: Delta enabled, the Delta and ES-Hadoop
+jars from `spark.jars_dir` on the classpath (fetched by Maven at setup, since Spark's own Ivy
+resolver cannot be relied on to reach Maven Central), and Python workers on this interpreter.
+On Databricks (`spark.master: null`) the runtime's active session is reused untouched: the
+cluster's libraries and settings are the runtime's business, not the job's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from jobrec_core.config import JobrecConfig
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# Spark redacts matching keys in the UI, event logs and plan strings. The default pattern misses
+# the connector's `es.net.http.auth.pass` and API keys.
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|auth[.]pass|api[._-]?key"
+
+
+class SparkSetupError(RuntimeError):
+    """The session cannot be built as configured (missing jars, no active session)."""
+
+
+def get_spark(config: JobrecConfig) -> SparkSession:
+    """The session for this environment: built locally, reused on a cluster."""
+    if config.spark.master is None:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+        # A cluster job started before any session exists (spark-submit on a cluster): let
+        # the launcher's configuration decide everything.
+        return SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+    return _local_session(config)
+
+
+def spark_jars(jars_dir: str | None) -> list[str]:
+    """The jar files to put on Spark's classpath, or an error naming the setup step."""
+    if jars_dir is None:
+        return []
+    folder = Path(jars_dir)
+    jars = sorted(str(p) for p in folder.glob("*.jar"))
+    if not jars:
+        raise SparkSetupError(
+            f"no jars in {folder}: run scripts/setup.sh to fetch Delta and the ES-Hadoop "
+            "connector from Maven Central"
+        )
+    return jars
+
+
+def _local_session(config: JobrecConfig) -> SparkSession:
+    # Workers must run this interpreter: the system Python lacks the project's packages.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = config.spark.master
+    assert master is not None
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(config.spark.app_name)
+        .config("spark.sql.extensions", DELTA_EXTENSION)
+        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
+        .config("spark.redaction.regex", REDACTION_REGEX)
+        .config("spark.sql.warehouse.dir", config.path("warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={config.path('derby')}")
+    )
+    jars = spark_jars(config.spark.jars_dir)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in config.spark.conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
