@@ -1,8 +1,8 @@
 """The `jobrec` command: local services and the one-command demo.
 
-    jobrec es start|stop|status     the local Elasticsearch node
-    jobrec demo                     start the node, prove every component, print the report
-    jobrec config                   print the resolved configuration (secrets are never in it)
+jobrec es start|stop|status     the local Elasticsearch node
+jobrec demo                     start the node, prove every component, print the report
+jobrec config                   print the resolved configuration (secrets are never in it)
 """
 
 from __future__ import annotations
@@ -62,11 +62,11 @@ def _es(config: JobrecConfig, action: str, purge: bool) -> int:
         was_running = node.stop(purge=purge)
         print("Elasticsearch stopped" if was_running else "Elasticsearch was not running")
         return 0
-    state = node.status()
-    if state is None:
+    running = node.status()
+    if running is None:
         print("Elasticsearch is not running")
         return 3
-    print(f"Elasticsearch running at {state.url} (pid {state.pid})")
+    print(f"Elasticsearch running at {running.url} (pid {running.pid})")
     return 0
 
 
@@ -74,7 +74,11 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
     from jobrec_core.spark import get_spark
     from jobrec_core.stack_check import StackContext, format_report, run_checks
 
-    node = LocalElasticsearch(config.elasticsearch.local) if config.elasticsearch.local.enabled else None
+    node = (
+        LocalElasticsearch(config.elasticsearch.local)
+        if config.elasticsearch.local.enabled
+        else None
+    )
     if node is not None:
         node.start()
     try:

@@ -178,9 +178,7 @@ def _find_java() -> str:
             f"Java {MIN_JAVA}+ is needed for the local Elasticsearch node and was not found "
             "(set JAVA_HOME or put java on PATH)."
         )
-    banner = subprocess.run(
-        [java, "-version"], capture_output=True, text=True, check=False
-    ).stderr
+    banner = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
     match = re.search(r'version "(\d+)', banner)
     if match is None or int(match.group(1)) < MIN_JAVA:
         raise LocalNodeError(

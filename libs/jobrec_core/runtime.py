@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 
 from jobrec_core.config import JobrecConfig, load_config
 
@@ -39,4 +40,6 @@ def setup_logging(level: int = logging.INFO) -> None:
     logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)
     for noisy in ("py4j", "elastic_transport", "urllib3", "alembic", "mlflow.store.db"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
-
+    # petastorm 0.13 uses pyarrow's legacy dataset API, the only one its pinned pyarrow 14
+    # supports (STACK.md); the deprecation warnings on every read say nothing actionable.
+    warnings.filterwarnings("ignore", category=FutureWarning, module=r"petastorm(\.|$)")

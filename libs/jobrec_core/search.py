@@ -117,7 +117,7 @@ def _secret(config: JobrecConfig, key: str, env_var: str) -> str:
 
 def _databricks_secret(scope: str, key: str) -> str:
     try:
-        from pyspark.dbutils import DBUtils  # type: ignore[import-not-found]
+        from pyspark.dbutils import DBUtils
         from pyspark.sql import SparkSession
     except ImportError:
         # Not on a Databricks runtime: secret scopes do not exist here.
@@ -131,4 +131,3 @@ def _databricks_secret(scope: str, key: str) -> str:
         if "does not exist" in str(error):
             return ""
         raise EsConnectionError(f"cannot read secret {scope}/{key}: {error}") from None
-

@@ -61,9 +61,9 @@ def check_delta(ctx: StackContext) -> str:
     path = ctx.scratch("delta")
     spark = ctx.spark
     rows = [(1, "data engineer", 5), (2, "nurse", 3), (3, "welder", 4)]
-    spark.createDataFrame(rows, "job_id INT, title STRING, score INT").write.format(
-        "delta"
-    ).mode("overwrite").option("overwriteSchema", "true").save(path)
+    spark.createDataFrame(rows, "job_id INT, title STRING, score INT").write.format("delta").mode(
+        "overwrite"
+    ).option("overwriteSchema", "true").save(path)
     updates = spark.createDataFrame(
         [(2, "registered nurse", 6), (4, "baker", 2)], "job_id INT, title STRING, score INT"
     )
@@ -245,9 +245,13 @@ def check_ddp(ctx: StackContext) -> str:
     result = TorchDistributor(num_processes=processes, local_mode=True, use_gpu=False).run(
         ddp_step, ctx.config.run.seed
     )
+    if result is None:
+        raise StackCheckError("TorchDistributor returned no result from rank 0")
     _expect(result["world_size"] == processes, f"world size {result['world_size']}")
     _expect(bool(result["identical"]), "ranks disagree on parameters after the step")
-    return f"{processes} processes (gloo): gradients all-reduced, parameters identical on every rank"
+    return (
+        f"{processes} processes (gloo): gradients all-reduced, parameters identical on every rank"
+    )
 
 
 CHECKS: dict[str, Callable[[StackContext], str]] = {
@@ -278,7 +282,9 @@ def format_report(results: list[CheckResult]) -> str:
     width = max(len(r.name) for r in results)
     lines = ["Component report", "=" * 16]
     for r in results:
-        lines.append(f"{'OK  ' if r.ok else 'FAIL'} {r.name:<{width}} {r.seconds:6.1f}s  {r.detail}")
+        lines.append(
+            f"{'OK  ' if r.ok else 'FAIL'} {r.name:<{width}} {r.seconds:6.1f}s  {r.detail}"
+        )
     passed = sum(r.ok for r in results)
     lines.append(f"{passed}/{len(results)} components OK")
     return "\n".join(lines)

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Set up everything jobrec needs on this machine: the Python environment (.venv) with the pinned
+# packages of deps/, and the JVM jars of jvm/pom.xml (Delta, the ES-Hadoop connector, the local
+# Elasticsearch node) fetched from Maven Central into build/jars/.
+# Safe to rerun: each step is skipped while its inputs are unchanged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+STAMPS=build/stamps
+mkdir -p "$STAMPS"
+
+fail() { echo "setup: $*" >&2; exit 1; }
+
+command -v "$PYTHON" >/dev/null || fail "$PYTHON not found (Python 3.10-3.12 is needed)"
+"$PYTHON" -c 'import sys; sys.exit(not ((3, 10) <= sys.version_info[:2] <= (3, 12)))' \
+  || fail "Python 3.10-3.12 is needed, $PYTHON is $("$PYTHON" --version 2>&1)"
+command -v java >/dev/null || [ -n "${JAVA_HOME:-}" ] || fail "Java 17+ is needed (Spark and the Elasticsearch node)"
+command -v mvn >/dev/null || fail "Maven (mvn) is needed to fetch the JVM dependencies"
+
+# Re-run a step only when the files it depends on change.
+fingerprint() { cat "$@" | sha256sum | cut -d' ' -f1; }
+up_to_date() { [ -f "$STAMPS/$1" ] && [ "$(cat "$STAMPS/$1")" = "$2" ]; }
+
+python_inputs=(deps/requirements.txt deps/constraints.txt deps/requirements-nodeps.txt pyproject.toml)
+python_fp=$(fingerprint "${python_inputs[@]}")
+if [ -x .venv/bin/python ] && up_to_date python "$python_fp"; then
+  echo "setup: Python environment up to date (.venv)"
+else
+  echo "setup: installing the Python environment into .venv (first time: a few minutes)"
+  [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip==25.3
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check \
+    -r deps/requirements.txt -c deps/constraints.txt
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps \
+    -r deps/requirements-nodeps.txt -c deps/constraints.txt
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+  echo "$python_fp" > "$STAMPS/python"
+fi
+
+jvm_fp=$(fingerprint $(find jvm -type f -not -path '*/target/*' | sort))
+if [ -d build/jars/spark ] && [ -d build/jars/es/lib ] && up_to_date jvm "$jvm_fp"; then
+  echo "setup: JVM jars up to date (build/jars)"
+else
+  echo "setup: fetching JVM dependencies from Maven Central into build/jars"
+  rm -rf build/jars
+  mvn -B -q -ntp -Dstyle.color=never -f jvm/pom.xml package
+  echo "$jvm_fp" > "$STAMPS/jvm"
+fi
+echo "setup: done"

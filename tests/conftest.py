@@ -1,0 +1,55 @@
+"""Shared fixtures: one configuration, one Spark session and one Elasticsearch node per run.
+
+Everything is real: the session is local Spark with Delta and the ES-Hadoop connector, the node
+is the project's own Elasticsearch, MLflow writes to a sqlite store. All state lives in a
+temporary folder, so tests never touch a developer's `.jobrec/`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from jobrec_core.config import JobrecConfig, load_config
+from jobrec_core.es_node import LocalElasticsearch, NodeState
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def state_overrides(root: Path) -> list[str]:
+    """Settings that move every piece of state of the local environment under `root`."""
+    return [
+        f"storage.root={root / 'store'}",
+        f"elasticsearch.local.workdir={root / 'es'}",
+        f"mlflow.tracking_uri=sqlite:///{root / 'mlflow.db'}",
+        f"mlflow.artifact_root={root / 'artifacts'}",
+        "spark.shuffle_partitions=4",
+    ]
+
+
+@pytest.fixture(scope="session")
+def state_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("jobrec")
+
+
+@pytest.fixture(scope="session")
+def config(state_root: Path) -> JobrecConfig:
+    return load_config("local", state_overrides(state_root), REPO / "conf")
+
+
+@pytest.fixture(scope="session")
+def es_node(config: JobrecConfig) -> Iterator[NodeState]:
+    node = LocalElasticsearch(config.elasticsearch.local)
+    state = node.start()
+    yield state
+    node.stop(purge=True)
+
+
+@pytest.fixture(scope="session")
+def spark(config: JobrecConfig):
+    from jobrec_core.spark import get_spark
+
+    session = get_spark(config)
+    yield session
+    session.stop()

@@ -1,0 +1,134 @@
+from pathlib import Path
+
+import pytest
+from jobrec_core.config import ConfigError, load_config
+
+REPO = Path(__file__).resolve().parents[2]
+CONF = REPO / "conf"
+
+
+def write(folder: Path, name: str, text: str) -> None:
+    (folder / name).write_text(text, encoding="utf-8")
+
+
+@pytest.fixture
+def conf_copy(tmp_path: Path) -> Path:
+    for source in CONF.glob("*.yaml"):
+        write(tmp_path, source.name, source.read_text(encoding="utf-8"))
+    return tmp_path
+
+
+def test_base_holds_the_pipeline_constants():
+    config = load_config("base", conf_dir=CONF)
+    assert config.cleaning.min_jobs == 3
+    assert config.cleaning.min_top_score == 4
+    assert config.cleaning.wmd_similarity_threshold == 0.45
+    assert config.cleaning.wmd_fields == ["title", "function", "keywords"]
+    assert config.queries.max_terms == 300
+    assert config.queries.drop_first_fields == ["requirement_summary"]
+    assert config.retrieval.top_k == 100
+    assert config.retrieval.boosts == {
+        "function": 1.5,
+        "title": 1.5,
+        "requirement_summary": 1.2,
+        "keywords": 1.5,
+        "description": 1.0,
+    }
+    assert config.elasticsearch.similarity.k1 == 1.2
+    assert config.elasticsearch.similarity.b == 0.75
+    assert config.histograms.bins == 30
+    assert config.embeddings.vector_size == 100
+    assert config.embeddings.window == 5
+    assert (config.pairs.train, config.pairs.dev, config.pairs.test) == (27000, 3000, 3000)
+    assert config.training.max_epochs == 50
+    assert config.training.early_stop_delta == 0.008
+    assert (config.model.mlp_layers, config.model.mlp_width) == (10, 10)
+
+
+@pytest.mark.parametrize("env", ["local", "databricks"])
+def test_every_overlay_validates(env):
+    config = load_config(env, conf_dir=CONF)
+    assert config.env == env
+
+
+def test_local_paths_resolve_against_the_project_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = load_config("local", conf_dir=CONF)
+    assert config.storage.root == str(REPO / ".jobrec")
+    assert config.spark.jars_dir == str(REPO / "build" / "jars" / "spark")
+    assert config.mlflow.tracking_uri == f"sqlite:///{REPO / '.jobrec' / 'mlflow' / 'mlflow.db'}"
+
+
+def test_uris_are_left_alone():
+    config = load_config("databricks", conf_dir=CONF)
+    assert config.storage.root == "dbfs:/jobrec"
+    assert config.path("silver/candidates") == "dbfs:/jobrec/silver/candidates"
+
+
+def test_set_overrides_win_and_are_parsed_as_yaml():
+    config = load_config(
+        "local",
+        ["cleaning.wmd_similarity_threshold=0.5", "retrieval.boosts.title=2", "spark.master=null"],
+        CONF,
+    )
+    assert config.cleaning.wmd_similarity_threshold == 0.5
+    assert config.retrieval.boosts["title"] == 2.0
+    assert config.retrieval.boosts["function"] == 1.5
+    assert config.spark.master is None
+
+
+def test_unknown_key_names_the_key_and_the_file(conf_copy):
+    write(conf_copy, "local.yaml", "cleaning:\n  min_jbs: 3\n")
+    with pytest.raises(ConfigError) as error:
+        load_config("local", conf_dir=conf_copy)
+    assert "cleaning.min_jbs: unknown key" in str(error.value)
+    assert str(conf_copy / "local.yaml") in str(error.value)
+
+
+def test_wrong_type_names_the_key_the_value_and_the_file(conf_copy):
+    write(conf_copy, "local.yaml", "queries:\n  max_terms: three hundred\n")
+    with pytest.raises(ConfigError) as error:
+        load_config("local", conf_dir=conf_copy)
+    message = str(error.value)
+    assert "queries.max_terms" in message
+    assert "'three hundred'" in message
+    assert str(conf_copy / "local.yaml") in message
+
+
+def test_strings_are_not_coerced_to_numbers():
+    with pytest.raises(ConfigError, match=r"pairs.train.*--set pairs.train='27000'"):
+        load_config("local", ["pairs.train='27000'"], CONF)
+
+
+def test_out_of_range_value_is_refused():
+    with pytest.raises(ConfigError, match=r"cleaning.wmd_similarity_threshold"):
+        load_config("local", ["cleaning.wmd_similarity_threshold=1.5"], CONF)
+
+
+def test_missing_key_is_reported(conf_copy):
+    base = (conf_copy / "base.yaml").read_text(encoding="utf-8")
+    write(conf_copy, "base.yaml", base.replace("  window: 5\n", ""))
+    with pytest.raises(ConfigError, match=r"embeddings.window: missing key"):
+        load_config("local", conf_dir=conf_copy)
+
+
+def test_missing_overlay_file_is_named():
+    with pytest.raises(ConfigError, match=r"configuration file not found: .*staging\.yaml"):
+        load_config("staging", conf_dir=CONF)
+
+
+def test_invalid_yaml_is_reported(conf_copy):
+    write(conf_copy, "local.yaml", "spark: [unclosed\n")
+    with pytest.raises(ConfigError, match=r"local.yaml: not valid YAML"):
+        load_config("local", conf_dir=conf_copy)
+
+
+@pytest.mark.parametrize("override", ["no_equals_sign", "=3"])
+def test_malformed_override_is_refused(override):
+    with pytest.raises(ConfigError, match=r"expected section.key=value"):
+        load_config("local", [override], CONF)
+
+
+def test_conf_dir_from_environment(monkeypatch):
+    monkeypatch.setenv("JOBREC_CONF_DIR", str(CONF))
+    assert load_config("local").env == "local"
