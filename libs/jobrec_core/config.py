@@ -88,6 +88,53 @@ class MlflowConfig(_Section):
     challenger_alias: str
 
 
+class PresetConfig(_Section):
+    jobs: int = Field(gt=0)
+    candidates: int = Field(gt=0)
+    real_ads: int = Field(ge=0)
+
+
+class SequenceLengthConfig(_Section):
+    p_one: float = Field(ge=0, le=1)
+    p_two: float = Field(ge=0, le=1)
+    tail_mean: float = Field(gt=3)
+    max: int = Field(ge=3)
+
+
+class ScoreDistributionConfig(_Section):
+    genuine: list[float] = Field(min_length=10, max_length=10)
+    noise: list[float] = Field(min_length=10, max_length=10)
+
+
+class DataConfig(_Section):
+    preset: str
+    reference_dir: str
+    presets: dict[str, PresetConfig]
+    occupation_popularity_sigma: float = Field(ge=0)
+    related_rate: float = Field(ge=0, le=1)
+    related_share: float = Field(ge=0, le=1)
+    noise_rate: float = Field(ge=0, lt=1)
+    long_ad_rate: float = Field(ge=0, le=1)
+    sequence_length: SequenceLengthConfig
+    scores: ScoreDistributionConfig
+    candidates_per_task: int = Field(gt=0)
+    jobs_per_task: int = Field(gt=0)
+
+    def sizes(self) -> PresetConfig:
+        """The sizes of the selected preset."""
+        if self.preset not in self.presets:
+            raise ConfigError(
+                f"data.preset: unknown preset {self.preset!r} (known: {', '.join(self.presets)})"
+            )
+        return self.presets[self.preset]
+
+
+class IngestConfig(_Section):
+    max_sequence_length: int = Field(gt=0)
+    max_field_chars: int = Field(gt=0)
+    max_keywords: int = Field(gt=0)
+
+
 class TextConfig(_Section):
     stopword_languages: list[str]
     fields: list[str]
@@ -184,6 +231,8 @@ class JobrecConfig(_Section):
     spark: SparkConfig
     elasticsearch: ElasticsearchConfig
     mlflow: MlflowConfig
+    data: DataConfig
+    ingest: IngestConfig
     text: TextConfig
     embeddings: EmbeddingsConfig
     cleaning: CleaningConfig
@@ -365,6 +414,9 @@ def _resolve_local_paths(config: JobrecConfig) -> JobrecConfig:
                         }
                     )
                 }
+            ),
+            "data": config.data.model_copy(
+                update={"reference_dir": _absolute(config.data.reference_dir, root)}
             ),
             "mlflow": config.mlflow.model_copy(
                 update={
