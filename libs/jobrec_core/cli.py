@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 
 from jobrec_core.config import ConfigError, JobrecConfig
@@ -32,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-es", action="store_true", help="leave the Elasticsearch node running afterwards"
     )
 
+    data = add_common_arguments(commands.add_parser("data", help="dataset tools"))
+    data.add_argument("action", choices=["report"])
+    data.add_argument("--out", default=None, help="folder for the plots (default: the dataset's reports/)")
+
     add_common_arguments(commands.add_parser("config", help="print the resolved configuration"))
     return parser
 
@@ -45,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _es(config, args.action, args.purge)
         if args.command == "demo":
             return _demo(config, keep_es=args.keep_es)
+        if args.command == "data":
+            return _data_report(config, args.out)
         print(json.dumps(config.model_dump(), indent=2))
         return 0
     except (ConfigError, LocalNodeError) as error:
@@ -70,22 +77,42 @@ def _es(config: JobrecConfig, action: str, purge: bool) -> int:
     return 0
 
 
+def _data_report(config: JobrecConfig, out: str | None) -> int:
+    from jobrec_core.data_report import format_profile, profile_dataset, save_plots
+    from jobrec_core.io import table_path
+    from jobrec_core.spark import get_spark
+
+    profile = profile_dataset(get_spark(config), config)
+    print(format_profile(profile, config.cleaning.min_jobs, config.cleaning.min_top_score))
+    folder = Path(out) if out else Path(table_path(config, "reports", "data"))
+    print(f"plots: {save_plots(profile, folder)}")
+    return 0
+
+
 def _demo(config: JobrecConfig, keep_es: bool) -> int:
+    """Every stage built so far, on the configured preset (conf/local.yaml: demo)."""
+    from jobrec_core.generate import generate_dataset
+    from jobrec_core.ingest import ingest_raw
     from jobrec_core.spark import get_spark
     from jobrec_core.stack_check import StackContext, format_report, run_checks
 
-    node = (
-        LocalElasticsearch(config.elasticsearch.local)
-        if config.elasticsearch.local.enabled
-        else None
-    )
+    local = config.elasticsearch.local
+    node = LocalElasticsearch(local) if local.enabled else None
     if node is not None:
         node.start()
     try:
         spark = get_spark(config)
         results = run_checks(StackContext(config, spark))
         print(format_report(results))
-        return 0 if all(r.ok for r in results) else 1
+        if not all(r.ok for r in results):
+            return 1
+        counts = generate_dataset(spark, config)
+        summary = ", ".join(f"{key} {value:,}" for key, value in counts.items())
+        print(f"\ngenerated {config.data.preset!r}: {summary}")
+        for report in ingest_raw(spark, config):
+            print(report.format())
+        print()
+        return _data_report(config, None)
     finally:
         if node is not None and not keep_es:
             node.stop()

@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,7 +146,7 @@ def assign_job_occupations(
 
 
 def generate_job_blocks(
-    blocks: Iterator[pd.DataFrame], plan: GenerationPlan
+    blocks: Iterable[pd.DataFrame], plan: GenerationPlan
 ) -> Iterator[pd.DataFrame]:
     """`mapInPandas` body: each input row is a block id; yields the block's generated ads."""
     per_block = plan.settings.jobs_per_task
@@ -273,7 +273,7 @@ def _requirements(
 
 
 def real_ads_to_jobs(
-    frames: Iterator[pd.DataFrame], plan: GenerationPlan, title_index: dict[str, int]
+    frames: Iterable[pd.DataFrame], plan: GenerationPlan, title_index: dict[str, int]
 ) -> Iterator[pd.DataFrame]:
     """`mapInPandas` body for the real ads (`job_id, title, department, descriptionPlain`):
     the ad text as it is, requirements and keywords derived from it, and an occupation where
@@ -479,7 +479,7 @@ def generate_candidate_block(
             pa.array(identifier.astype(np.int64)),
             sequence,
             pa.array(codes[primary], pa.string()),
-            pa.array(np.where(related >= 0, codes[np.maximum(related, 0)], None), pa.string()),
+            pa.array(codes[np.maximum(related, 0)], pa.string(), mask=related < 0),
             noise_ids,
         ],
         names=[
@@ -493,7 +493,7 @@ def generate_candidate_block(
 
 
 def generate_candidate_blocks(
-    batches: Iterator[pa.RecordBatch], plan: GenerationPlan
+    batches: Iterable[pa.RecordBatch], plan: GenerationPlan
 ) -> Iterator[pa.RecordBatch]:
     """`mapInArrow` body: each input row is a block id."""
     pools = CandidatePools.build(plan)

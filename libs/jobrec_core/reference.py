@@ -170,7 +170,8 @@ def load_catalogue(reference_dir: str | Path) -> Catalogue:
     core: dict[str, list[str]] = defaultdict(list)
     supplemental: dict[str, list[str]] = defaultdict(list)
     for row in _rows(onet / "Task Statements.txt"):
-        target = core if row["Task Type"] == "Core" else supplemental
+        # Task type is Core, Supplemental, or n/a (not rated): unrated tasks count as core.
+        target = supplemental if row["Task Type"] == "Supplemental" else core
         target[row["O*NET-SOC Code"]].append(row["Task"])
     hot: dict[str, list[str]] = defaultdict(list)
     other: dict[str, list[str]] = defaultdict(list)
@@ -203,10 +204,10 @@ def load_catalogue(reference_dir: str | Path) -> Catalogue:
     tier_rank = {tier: rank for rank, tier in enumerate(RELATEDNESS_TIERS)}
     related: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for row in _rows(onet / "Related Occupations.txt"):
-        source, target = row["O*NET-SOC Code"], row["Related O*NET-SOC Code"]
-        if source in position and target in position and source != target:
+        code, related_code = row["O*NET-SOC Code"], row["Related O*NET-SOC Code"]
+        if code in position and related_code in position and code != related_code:
             rank = tier_rank.get(row["Relatedness Tier"], len(RELATEDNESS_TIERS))
-            related[position[source]].append((rank, int(row["Index"]), position[target]))
+            related[position[code]].append((rank, int(row["Index"]), position[related_code]))
     return Catalogue(
         occupations=occupations,
         related=tuple(
