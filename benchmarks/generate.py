@@ -3,6 +3,9 @@ whole preset through Spark with wall time and peak memory.
 
     .venv/bin/python benchmarks/generate.py --preset seed
 
+Then `jobs/ingest.py` on the generated preset (raw -> bronze with validation), measured the
+same way.
+
 Baseline: the same candidate model written the obvious way, a Python loop per candidate
 (and per job of the candidate) with `random.Random`, timed on the same number of candidates
 in the same run. Target (issue 3): the `seed` preset (466,101 jobs, 7,388,266 candidates)
@@ -18,7 +21,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _resources import run_measured  # benchmarks/ is on sys.path when run as a script
+from _resources import Measured, run_measured  # benchmarks/ is on sys.path when run as a script
+
 from jobrec_core.config import load_config
 from jobrec_core.generate import (
     CandidatePools,
@@ -76,6 +80,13 @@ def row_by_row(n: int, plan: GenerationPlan, pools: CandidatePools, seed: int) -
     return elements
 
 
+def _print_measured(name: str, measured: Measured, target_s: float | None) -> None:
+    target = f"   (target: under {target_s:.0f} s)" if target_s else ""
+    print(f"  {name:<17} wall {measured.seconds:6.0f} s{target}")
+    peak = measured.peak_rss_bytes / 2**30
+    print(f"  {'':<17} peak {peak:6.2f} GiB (driver JVM and Python workers together)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -117,23 +128,24 @@ def main() -> int:
 
     if args.skip_spark:
         return 0
-    command = [
-        sys.executable,
-        str(REPO / "jobs" / "generate_data.py"),
+    overrides = [
         "--set",
         f"data.preset={args.preset}",
         "--set",
         f"storage.root={args.storage_root}",
     ]
-    measured = run_measured(command)
+    measured = run_measured([sys.executable, str(REPO / "jobs" / "generate_data.py"), *overrides])
     if measured.returncode != 0:
         print(measured.output[-5000:])
         return 1
     print(f"\nwhole preset {args.preset!r} through Spark (local[2]):")
     print(f"  {sizes.jobs:,} jobs, {sizes.candidates:,} candidates")
-    print(f"  wall time   {measured.seconds:8.0f} s   (target: under 900 s)")
-    peak = measured.peak_rss_bytes / 2**30
-    print(f"  peak memory {peak:8.2f} GiB (driver, JVM and Python workers together)")
+    _print_measured("generate_data.py", measured, target_s=900)
+    ingest = run_measured([sys.executable, str(REPO / "jobs" / "ingest.py"), *overrides])
+    if ingest.returncode != 0:
+        print(ingest.output[-5000:])
+        return 1
+    _print_measured("ingest.py", ingest, target_s=None)
     return 0
 
 

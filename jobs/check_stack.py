@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobrec_core.runtime import add_common_arguments, config_from_args, setup_logging
+from jobrec_core.runtime import add_common_arguments, start_job
 from jobrec_core.spark import get_spark
 from jobrec_core.stack_check import CHECKS, StackContext, format_report, run_checks
 
@@ -28,13 +28,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, config = start_job(build_parser(), argv)
     unknown = set(args.only or []) - set(CHECKS)
     if unknown:
         print(f"unknown checks: {', '.join(sorted(unknown))}", file=sys.stderr)
         return 2
-    setup_logging()
-    config = config_from_args(args)
     results = run_checks(StackContext(config, get_spark(config)), args.only)
     print(format_report(results))
     return 0 if all(r.ok for r in results) else 1

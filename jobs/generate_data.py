@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from jobrec_core.generate import generate_dataset
-from jobrec_core.runtime import add_common_arguments, config_from_args, setup_logging
+from jobrec_core.runtime import add_common_arguments, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -23,9 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    setup_logging()
-    config = config_from_args(args)
+    _, config = start_job(build_parser(), argv)
     started = time.perf_counter()
     counts = generate_dataset(get_spark(config), config)
     summary = ", ".join(f"{key} {value:,}" for key, value in counts.items())

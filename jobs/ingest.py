@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from jobrec_core.ingest import ingest_raw
 from jobrec_core.quality import DataQualityError
-from jobrec_core.runtime import add_common_arguments, config_from_args, setup_logging
+from jobrec_core.runtime import add_common_arguments, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -23,9 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    setup_logging()
-    config = config_from_args(args)
+    _, config = start_job(build_parser(), argv)
     try:
         reports = ingest_raw(get_spark(config), config)
     except DataQualityError as error:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from jobrec_core.config import JobrecConfig, load_config
 from jobrec_core.es_node import LocalElasticsearch, NodeState
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 
 from jobrec_core.config import ConfigError, JobrecConfig
 from jobrec_core.es_node import LocalElasticsearch, LocalNodeError
@@ -35,7 +35,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     data = add_common_arguments(commands.add_parser("data", help="dataset tools"))
     data.add_argument("action", choices=["report"])
-    data.add_argument("--out", default=None, help="folder for the plots (default: the dataset's reports/)")
+    data.add_argument(
+        "--out", default=None, help="folder for the plots (default: the dataset's reports/)"
+    )
 
     add_common_arguments(commands.add_parser("config", help="print the resolved configuration"))
     return parser

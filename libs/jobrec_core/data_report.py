@@ -83,7 +83,8 @@ def format_profile(profile: DataProfile, min_jobs: int, min_top_score: int) -> s
     per_occ = profile.jobs_per_occupation
     lines = [
         f"Dataset {profile.dataset!r}",
-        f"  jobs                 {profile.jobs:>12,}  ({profile.labelled_jobs:,} with an occupation)",
+        f"  jobs                 {profile.jobs:>12,}  "
+        f"({profile.labelled_jobs:,} with an occupation)",
         f"  occupations          {profile.occupations:>12,}  jobs each: max {per_occ[0]:,}, "
         f"median {per_occ[len(per_occ) // 2]:,}, min {per_occ[-1]:,}"
         if per_occ
@@ -124,9 +125,7 @@ def save_plots(profile: DataProfile, folder: Path) -> Path:
     axes[1].bar(list(profile.scores), list(profile.scores.values()), color="#ed7d31")
     axes[1].set(title="Interest scores", xlabel="score", ylabel="occurrences", yscale="log")
     axes[2].plot(range(1, len(profile.jobs_per_occupation) + 1), profile.jobs_per_occupation)
-    axes[2].set(
-        title="Jobs per occupation", xlabel="occupation rank", ylabel="jobs", yscale="log"
-    )
+    axes[2].set(title="Jobs per occupation", xlabel="occupation rank", ylabel="jobs", yscale="log")
     figure.suptitle(f"Dataset '{profile.dataset}'")
     figure.tight_layout()
     path = folder / f"data_{profile.dataset}.png"

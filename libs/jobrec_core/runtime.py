@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 import warnings
+from collections.abc import Sequence
 
 from jobrec_core.config import JobrecConfig, load_config
 
@@ -33,6 +34,15 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
 
 def config_from_args(args: argparse.Namespace) -> JobrecConfig:
     return load_config(args.env, args.overrides, args.conf_dir)
+
+
+def start_job(
+    parser: argparse.ArgumentParser, argv: Sequence[str] | None
+) -> tuple[argparse.Namespace, JobrecConfig]:
+    """What every entry point does first: parse its arguments, set up logging, load config."""
+    args = parser.parse_args(argv)
+    setup_logging()
+    return args, config_from_args(args)
 
 
 def setup_logging(level: int = logging.INFO) -> None:

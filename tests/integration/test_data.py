@@ -7,7 +7,7 @@ import pytest
 
 from jobrec_core.config import load_config
 from jobrec_core.data_report import format_profile, profile_dataset, save_plots
-from jobrec_core.generate import generate_dataset
+from jobrec_core.generate import JOB_COLUMNS, generate_dataset
 from jobrec_core.ingest import ingest_raw
 from jobrec_core.io import RawLocations, read_delta, table_path
 from tests.conftest import REPO, state_overrides
@@ -52,15 +52,8 @@ def test_raw_candidates_are_in_the_seed_format(tiny):
 def test_bronze_schemas(spark, tiny):
     config, _, _ = tiny
     jobs = read_delta(spark, table_path(config, "bronze", "jobs"))
-    assert jobs.columns == [
-        "job_id",
-        "title",
-        "function",
-        "requirement_summary",
-        "description",
-        "keywords",
-        "occupation_code",
-    ]
+    assert jobs.columns == list(JOB_COLUMNS)
+    assert dict(jobs.dtypes)["job_id"] == "int"
     candidates = read_delta(spark, table_path(config, "bronze", "candidates"))
     assert dict(candidates.dtypes) == {
         "candidate_id": "bigint",
@@ -81,9 +74,7 @@ def test_ground_truth_grades_occupations(spark, tiny):
 
 def test_generation_is_deterministic(spark, tiny, tmp_path):
     config, _, _ = tiny
-    again = load_config(
-        "local", [*state_overrides(tmp_path), "data.preset=tiny"], REPO / "conf"
-    )
+    again = load_config("local", [*state_overrides(tmp_path), "data.preset=tiny"], REPO / "conf")
     generate_dataset(spark, again)
     for name in ("jobs", "candidates"):
         first = spark.read.text(getattr(RawLocations.of(config), name))

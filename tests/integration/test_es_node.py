@@ -5,6 +5,7 @@ import urllib.request
 
 import elasticsearch
 import pytest
+
 from jobrec_core.config import load_config
 from jobrec_core.es_node import LocalElasticsearch, LocalNodeError
 from jobrec_core.search import make_client, resolve_connection

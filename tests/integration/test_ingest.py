@@ -4,11 +4,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from jobrec_core.config import load_config
 from jobrec_core.ingest import ingest_raw
 from jobrec_core.io import RawLocations, read_delta, table_path
 from jobrec_core.quality import DataQualityError
-
 from tests.conftest import REPO, state_overrides
 
 pytestmark = pytest.mark.integration

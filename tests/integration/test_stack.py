@@ -1,6 +1,7 @@
 """Every component of the stack, exercised for real (the checks `jobrec demo` reports)."""
 
 import pytest
+
 from jobrec_core.stack_check import (
     CHECKS,
     StackContext,

@@ -1,6 +1,7 @@
 from pathlib import Path
 
 import pytest
+
 from jobrec_core.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parents[2]

@@ -25,7 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def config():
-    return load_config("local", ["data.preset=tiny", "data.candidates_per_task=1000"], REPO / "conf")
+    return load_config(
+        "local", ["data.preset=tiny", "data.candidates_per_task=1000"], REPO / "conf"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,10 @@ def test_match_title_handles_separators_and_inversions(catalogue):
 
 
 def test_extract_requirements_finds_the_section():
-    ad = "About us\nWe build things.\nWhat we're looking for:\n- 3+ years of Python\n- SQL\nBenefits:\n- Snacks"
+    ad = (
+        "About us\nWe build things.\nWhat we're looking for:\n"
+        "- 3+ years of Python\n- SQL\nBenefits:\n- Snacks"
+    )
     assert extract_requirements(ad) == "3+ years of Python SQL"
     assert extract_requirements("Great team.\nA degree in physics is required.") == (
         "A degree in physics is required."
@@ -100,7 +105,9 @@ def test_a_job_is_deterministic_and_made_of_its_occupation(catalogue):
 def test_ads_of_one_occupation_are_not_copies(catalogue):
     occupation = catalogue.occupations[catalogue.index_of("15-1252.00")]
     rng = random.Random(1)
-    ads = [synthesize_job(i, occupation, catalogue, rng, 0.1, load_stopwords())[1:6] for i in range(50)]
+    ads = [
+        synthesize_job(i, occupation, catalogue, rng, 0.1, load_stopwords())[1:6] for i in range(50)
+    ]
     assert len({ad[3] for ad in ads}) == 50  # descriptions
 
 
@@ -114,7 +121,11 @@ def test_candidate_block_is_deterministic(plan):
 def test_candidate_ground_truth_matches_the_sequences(plan):
     pools = CandidatePools.build(plan)
     batch = generate_candidate_block(0, plan, pools).to_pylist()
-    codes = {i + 1: plan.catalogue.occupations[o].code for i, o in enumerate(plan.job_occupation) if o >= 0}
+    codes = {
+        i + 1: plan.catalogue.occupations[o].code
+        for i, o in enumerate(plan.job_occupation)
+        if o >= 0
+    }
     assert len({c["identifier"] for c in batch}) == len(batch) == 1000
     for candidate in batch:
         jobs = [e["job_id"] for e in candidate["sequence"]]

@@ -1,4 +1,5 @@
 import pytest
+
 from jobrec_core.config import load_config
 from jobrec_core.search import (
     EsConnection,
