@@ -54,3 +54,19 @@ def spark(config: JobrecConfig):
     session = get_spark(config)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def tiny(spark, tmp_path_factory):
+    """The tiny preset generated and ingested once: (config, generation counts, reports)."""
+    from jobrec_core.generate import generate_dataset
+    from jobrec_core.ingest import ingest_raw
+
+    config = load_config(
+        "local",
+        [*state_overrides(tmp_path_factory.mktemp("tiny")), "data.preset=tiny"],
+        REPO / "conf",
+    )
+    counts = generate_dataset(spark, config)
+    reports = {r.source: r for r in ingest_raw(spark, config)}
+    return config, counts, reports

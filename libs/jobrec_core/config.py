@@ -156,6 +156,7 @@ class CleaningConfig(_Section):
     max_score: int
     wmd_fields: list[str]
     wmd_similarity_threshold: float = Field(ge=0, le=1)
+    wmd_prune: bool
     reapply_rules_after_wmd: bool
 
 

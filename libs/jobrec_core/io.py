@@ -60,3 +60,21 @@ def write_delta(
 
 def read_delta(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").load(path)
+
+
+def local_path(location: str) -> str:
+    """A path Python's file functions can open: `dbfs:/x` is `/dbfs/x` on Databricks."""
+    if location.startswith("dbfs:/"):
+        return "/dbfs/" + location[len("dbfs:/") :].lstrip("/")
+    if location.startswith("file:"):
+        return location[len("file:") :]
+    return location
+
+
+def delta_version(spark: SparkSession, path: str) -> int:
+    """The current version of a Delta table (what a derived artifact was built from)."""
+    from delta.tables import DeltaTable
+
+    row = DeltaTable.forPath(spark, path).history(1).select("version").first()
+    assert row is not None
+    return int(row["version"])

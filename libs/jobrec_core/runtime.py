@@ -48,7 +48,7 @@ def start_job(
 def setup_logging(level: int = logging.INFO) -> None:
     """Progress goes to stderr; results a job prints go to stdout."""
     logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)
-    for noisy in ("py4j", "elastic_transport", "urllib3", "alembic", "mlflow.store.db"):
+    for noisy in ("py4j", "elastic_transport", "urllib3", "alembic", "mlflow.store.db", "gensim"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     # petastorm 0.13 uses pyarrow's legacy dataset API, the only one its pinned pyarrow 14
     # supports (STACK.md); the deprecation warnings on every read say nothing actionable.

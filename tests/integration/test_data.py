@@ -8,23 +8,10 @@ import pytest
 from jobrec_core.config import load_config
 from jobrec_core.data_report import format_profile, profile_dataset, save_plots
 from jobrec_core.generate import JOB_COLUMNS, generate_dataset
-from jobrec_core.ingest import ingest_raw
 from jobrec_core.io import RawLocations, read_delta, table_path
 from tests.conftest import REPO, state_overrides
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def tiny(spark, tmp_path_factory):
-    config = load_config(
-        "local",
-        [*state_overrides(tmp_path_factory.mktemp("tiny")), "data.preset=tiny"],
-        REPO / "conf",
-    )
-    counts = generate_dataset(spark, config)
-    reports = {r.source: r for r in ingest_raw(spark, config)}
-    return config, counts, reports
 
 
 def test_sizes_and_clean_ingest(tiny):

@@ -1,0 +1,82 @@
+"""The exact WMD equals gensim's `wmdistance` (edge cases included); the bounds bracket it."""
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+
+from jobrec_core.wmd import INF, WmdDocument, similarity, unit_vectors, wmd, wmd_bounds
+
+WORDS = [f"w{i}" for i in range(2000)]
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    rng = np.random.default_rng(7)
+    keyed = KeyedVectors(100)
+    keyed.add_vectors(WORDS, rng.normal(size=(len(WORDS), 100)).astype(np.float32))
+    return keyed
+
+
+def document(keyed, words):
+    """What the pipeline gives: in-vocabulary word ids (OOV words dropped), repeats kept."""
+    return WmdDocument.from_word_ids(
+        np.array([keyed.key_to_index[w] for w in words if w in keyed.key_to_index], dtype=np.int64)
+    )
+
+
+def random_pairs(count, seed=3):
+    rng = np.random.default_rng(seed)
+    for n in range(count):
+        first = [WORDS[i] for i in rng.integers(0, 80, rng.integers(1, 20))]
+        second = [WORDS[i] for i in rng.integers(0, 80, rng.integers(1, 20))]
+        if n % 10 == 0:
+            first.append("not-in-vocabulary")
+        yield first, second
+
+
+def test_equals_gensim_on_random_pairs(vectors):
+    unit = unit_vectors(vectors.vectors)
+    for first, second in random_pairs(300):
+        expected = vectors.wmdistance(first, second)
+        got = wmd(unit, document(vectors, first), document(vectors, second))
+        assert got == pytest.approx(expected, abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ([], ["w1", "w2"]),  # empty document
+        (["oov-a", "oov-b"], ["w1"]),  # nothing in the vocabulary
+        (["w5"], ["w5", "w5"]),  # one and the same word
+        (["w1", "w2", "w3"], ["w1", "w2", "w3"]),  # identical documents
+        (["w1", "w2", "w2"], ["w2", "w1", "w1"]),  # same words, other frequencies
+    ],
+)
+def test_edge_cases_as_gensim(vectors, first, second):
+    unit = unit_vectors(vectors.vectors)
+    expected = vectors.wmdistance(first, second)
+    got = wmd(unit, document(vectors, first), document(vectors, second))
+    assert got == pytest.approx(expected, abs=1e-6) or (np.isinf(got) and np.isinf(expected))
+
+
+def test_all_zero_distances_give_inf_as_gensim():
+    keyed = KeyedVectors(3)
+    keyed.add_vectors(["a", "b"], np.array([[1, 0, 0], [2, 0, 0]], dtype=np.float32))
+    expected = keyed.wmdistance(["a"], ["b"])  # same direction: unit vectors coincide
+    assert expected == INF
+    assert wmd(unit_vectors(keyed.vectors), document(keyed, ["a"]), document(keyed, ["b"])) == INF
+
+
+def test_bounds_bracket_the_exact_value(vectors):
+    unit = unit_vectors(vectors.vectors)
+    for first, second in random_pairs(200, seed=11):
+        a, b = document(vectors, first), document(vectors, second)
+        low, high = wmd_bounds(unit, a, b)
+        exact = wmd(unit, a, b)
+        assert low - 1e-12 <= exact <= high + 1e-12
+
+
+def test_similarity_is_gensims_mapping():
+    assert similarity(0.0) == 1.0
+    assert similarity(1.0) == 0.5
+    assert similarity(INF) == 0.0
