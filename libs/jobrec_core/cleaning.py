@@ -9,8 +9,8 @@ How the work is laid out:
 1. every candidate's job pairs are listed and made distinct, so a pair that many candidates
    share is computed once, and the distinct pairs are spread evenly over partitions whatever
    the candidates' sizes;
-2. for each distinct pair, cheap bounds of the similarity come from one distance matrix
-   (`wmd.wmd_bounds`);
+2. for each distinct pair, cheap bounds of the similarity come from the two documents'
+   centroids alone (`wmd.centroid_bounds`), vectorised over thousands of pairs at a time;
 3. a job whose mean upper bound is at most the threshold is dropped, one whose mean lower
    bound is above it is kept: the bounds decide without the exact value;
 4. only the pairs of the jobs still undecided are solved exactly, again once per distinct pair;
@@ -27,6 +27,7 @@ import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -36,11 +37,21 @@ from pyspark.sql import functions as F
 from jobrec_core.config import CleaningConfig, JobrecConfig
 from jobrec_core.embeddings import tokens_column
 from jobrec_core.io import local_path
-from jobrec_core.wmd import WmdDocument, similarity, unit_vectors, wmd, wmd_bounds
+from jobrec_core.wmd import (
+    VectorTable,
+    WmdDocument,
+    centroid,
+    centroid_bounds,
+    similarity,
+    wmd,
+)
 
 log = logging.getLogger(__name__)
 
 PAIR_SCHEMA = "job_a INT, job_b INT, sim_low DOUBLE, sim_high DOUBLE"
+DOCUMENT_SCHEMA = (
+    "job_id INT, ids ARRAY<INT>, weights ARRAY<DOUBLE>, centroid ARRAY<DOUBLE>, sq_norm DOUBLE"
+)
 
 
 def apply_rules(candidates: DataFrame, rules: CleaningConfig) -> DataFrame:
@@ -84,46 +95,94 @@ def candidate_pairs(candidates: DataFrame) -> DataFrame:
 
 
 @lru_cache(maxsize=2)
-def _unit_vectors(vectors_file: str) -> np.ndarray:
-    """Unit word vectors, loaded (memory-mapped) once per worker process."""
+def _vector_table(vectors_file: str) -> VectorTable:
+    """The word vectors, loaded (memory-mapped) once per worker process."""
     from gensim.models import KeyedVectors
 
-    return unit_vectors(np.asarray(KeyedVectors.load(vectors_file, mmap="r").vectors))
+    return VectorTable.from_vectors(np.asarray(KeyedVectors.load(vectors_file, mmap="r").vectors))
 
 
-def pair_similarities(
-    frames: Iterable[pd.DataFrame], vectors_file: str, exact: bool
-) -> Iterator[pd.DataFrame]:
-    """`mapInPandas` body: for `job_a, job_b, ids_a, ids_b`, the similarity's bounds (or its
-    exact value, as both bounds, when `exact`)."""
-    unit = _unit_vectors(vectors_file)
+def document_features(frames: Iterable[pd.DataFrame], vectors_file: str) -> Iterator[pd.DataFrame]:
+    """`mapInPandas` body, once per job: the nBOW (unique ids, weights) and its centroid."""
+    table = _vector_table(vectors_file)
     for frame in frames:
-        low = np.empty(len(frame))
-        high = np.empty(len(frame))
-        for row, (ids_a, ids_b) in enumerate(zip(frame["ids_a"], frame["ids_b"], strict=True)):
-            doc_a = WmdDocument.from_word_ids(ids_a)
-            doc_b = WmdDocument.from_word_ids(ids_b)
-            if exact:
-                distance = wmd(unit, doc_a, doc_b)
-                low[row] = high[row] = float(similarity(distance))
-            else:
-                lower, upper = wmd_bounds(unit, doc_a, doc_b)
-                low[row], high[row] = float(similarity(upper)), float(similarity(lower))
+        docs = [
+            WmdDocument.from_word_ids(np.asarray(ids, dtype=np.int64)) for ids in frame["word_ids"]
+        ]
+        centroids = [centroid(table, doc) for doc in docs]
         yield pd.DataFrame(
-            {"job_a": frame["job_a"], "job_b": frame["job_b"], "sim_low": low, "sim_high": high}
+            {
+                "job_id": frame["job_id"],
+                "ids": [doc.ids.astype(np.int32) for doc in docs],
+                "weights": [doc.weights for doc in docs],
+                "centroid": [c for c, _ in centroids],
+                "sq_norm": [n for _, n in centroids],
+            }
+        )
+
+
+def bound_similarities(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """`mapInPandas` body: similarity bounds from centroids, vectorised over each batch."""
+    for frame in frames:
+        if frame.empty:
+            continue
+        lower, upper = centroid_bounds(
+            np.stack(frame["centroid_a"].to_numpy()),
+            frame["sq_norm_a"].to_numpy(),
+            np.stack(frame["centroid_b"].to_numpy()),
+            frame["sq_norm_b"].to_numpy(),
+        )
+        yield pd.DataFrame(
+            {
+                "job_a": frame["job_a"],
+                "job_b": frame["job_b"],
+                "sim_low": similarity(upper),
+                "sim_high": similarity(lower),
+            }
+        )
+
+
+def exact_similarities(frames: Iterable[pd.DataFrame], vectors_file: str) -> Iterator[pd.DataFrame]:
+    """`mapInPandas` body: exact similarities (as both bounds) of `job_a, job_b` pairs."""
+    table = _vector_table(vectors_file)
+
+    def document(ids: np.ndarray, weights: np.ndarray) -> WmdDocument:
+        return WmdDocument(np.asarray(ids, dtype=np.int64), np.asarray(weights, dtype=np.float64))
+
+    for frame in frames:
+        pairs = zip(
+            frame["ids_a"], frame["weights_a"], frame["ids_b"], frame["weights_b"], strict=True
+        )
+        distances = [wmd(table, document(ia, wa), document(ib, wb)) for ia, wa, ib, wb in pairs]
+        values = np.asarray(similarity(np.array(distances, dtype=np.float64)))
+        yield pd.DataFrame(
+            {
+                "job_a": frame["job_a"],
+                "job_b": frame["job_b"],
+                "sim_low": values,
+                "sim_high": values,
+            }
         )
 
 
 def score_pairs(
     pairs: DataFrame, documents: DataFrame, vectors_file: str, exact: bool, partitions: int
 ) -> DataFrame:
-    """Similarity bounds (or exact values) for distinct `job_a, job_b` pairs."""
-    docs_a = documents.select(F.col("job_id").alias("job_a"), F.col("word_ids").alias("ids_a"))
-    docs_b = documents.select(F.col("job_id").alias("job_b"), F.col("word_ids").alias("ids_b"))
-    work = pairs.join(docs_a, "job_a").join(docs_b, "job_b").repartition(partitions)
-    return work.select("job_a", "job_b", "ids_a", "ids_b").mapInPandas(
-        lambda frames: pair_similarities(frames, vectors_file, exact), PAIR_SCHEMA
-    )
+    """Similarity bounds (centroids) or exact values for distinct `job_a, job_b` pairs."""
+    columns = ["ids", "weights"] if exact else ["centroid", "sq_norm"]
+
+    def side(suffix: str) -> DataFrame:
+        return documents.select(
+            F.col("job_id").alias(f"job_{suffix}"),
+            *[F.col(c).alias(f"{c}_{suffix}") for c in columns],
+        )
+
+    work = pairs.join(side("a"), "job_a").join(side("b"), "job_b").repartition(partitions)
+    if exact:
+        return work.mapInPandas(
+            lambda frames: exact_similarities(frames, vectors_file), PAIR_SCHEMA
+        )
+    return work.mapInPandas(bound_similarities, PAIR_SCHEMA)
 
 
 def job_means(pairs: DataFrame, scores: DataFrame) -> DataFrame:
@@ -166,6 +225,8 @@ def positive_job(sequence: Column) -> Column:
 class CleaningOutputs:
     candidates: DataFrame  # candidate_id, sequence, positive_job_id
     similarities: DataFrame  # candidate_id, job_id, mean_low, mean_high, decision
+    eligible: DataFrame  # the candidates that passed the rules (cached)
+    pairs: DataFrame  # candidate_id, job_a, job_b of the eligible candidates (cached)
 
 
 def clean_candidates(
@@ -179,6 +240,9 @@ def clean_candidates(
 ) -> CleaningOutputs:
     """Rules, WMD filter, rules again (if configured), positive job."""
     threshold = rules.wmd_similarity_threshold
+    documents = documents.mapInPandas(
+        lambda frames: document_features(frames, vectors_file), DOCUMENT_SCHEMA
+    ).cache()
     eligible = apply_rules(candidates, rules).cache()
     pairs = candidate_pairs(eligible).cache()
     distinct = pairs.select("job_a", "job_b").distinct()
@@ -226,7 +290,7 @@ def clean_candidates(
     if rules.reapply_rules_after_wmd:
         cleaned = apply_rules(cleaned, rules)
     cleaned = cleaned.withColumn("positive_job_id", positive_job(F.col("sequence")))
-    return CleaningOutputs(candidates=cleaned, similarities=decided)
+    return CleaningOutputs(cleaned, decided, eligible, pairs)
 
 
 @dataclass(frozen=True)
@@ -261,13 +325,7 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     from jobrec_core.quality import split_quarantine, write_quarantine
 
     embeddings = manifest.current(config, "embeddings")
-    jobs = read_delta(spark, embeddings["jobs"])
-    from gensim.models import KeyedVectors
-
-    vectors_file = local_path(embeddings["vectors"])
-    words = KeyedVectors.load(vectors_file, mmap="r").index_to_key
-    vocabulary = spark.createDataFrame(list(enumerate(words)), "word_id INT, term STRING")
-    documents = wmd_documents(jobs, vocabulary, config.cleaning.wmd_fields).cache()
+    vectors_file, documents = _documents(spark, config)
 
     bronze = read_delta(spark, table_path(config, "bronze", "candidates"))
     unknown = (
@@ -298,12 +356,13 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     write_delta(outputs.candidates, table_path(config, "silver", "candidates"))
     write_delta(outputs.similarities, table_path(config, "silver", "job_similarity"))
     similarities = read_delta(spark, table_path(config, "silver", "job_similarity"))
-    eligible = apply_rules(valid, config.cleaning)
-    pairs = candidate_pairs(eligible)
+    pairs = outputs.pairs
     funnel = Funnel(
         candidates=bronze.count(),
-        quarantined_unknown_jobs=quarantine.count(),
-        after_rules=eligible.count(),
+        quarantined_unknown_jobs=read_delta(spark, table_path(config, "bronze", "quarantine"))
+        .where(F.col("source") == "clean_candidates")
+        .count(),
+        after_rules=outputs.eligible.count(),
         jobs_before_wmd=similarities.count(),
         jobs_removed_by_wmd=similarities.where(F.col("decision") == "drop").count(),
         after_wmd_and_rules=read_delta(spark, table_path(config, "silver", "candidates")).count(),
@@ -316,3 +375,113 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
         {"table": table_path(config, "silver", "candidates"), "embeddings": embeddings["version"]},
     )
     return funnel
+
+
+def noise_filter_curve(
+    similarities: DataFrame, noise: DataFrame, thresholds: list[float]
+) -> list[dict[str, float]]:
+    """Precision and recall of the jobs the filter removes, against the injected noise.
+
+    `similarities`: `candidate_id, job_id, mean_low, mean_high` with exact means (cleaning run
+    with `wmd_prune: false`); `noise`: `candidate_id, job_id` of the ground truth's noise jobs.
+    A job is removed at threshold t when its mean similarity is not above t.
+    """
+    labelled = similarities.join(
+        noise.withColumn("is_noise", F.lit(True)), ["candidate_id", "job_id"], "left"
+    ).select(
+        F.col("mean_low").alias("similarity"),
+        F.coalesce("is_noise", F.lit(False)).alias("is_noise"),
+    )
+    rows = labelled.agg(
+        *[
+            F.sum(F.when((F.col("similarity") <= t) & F.col("is_noise"), 1).otherwise(0)).alias(
+                f"tp{i}"
+            )
+            for i, t in enumerate(thresholds)
+        ],
+        *[
+            F.sum(F.when(F.col("similarity") <= t, 1).otherwise(0)).alias(f"removed{i}")
+            for i, t in enumerate(thresholds)
+        ],
+        F.sum(F.col("is_noise").cast("int")).alias("noise"),
+        F.count("*").alias("jobs"),
+    ).first()
+    assert rows is not None
+    curve = []
+    for i, threshold in enumerate(thresholds):
+        removed, hits = int(rows[f"removed{i}"]), int(rows[f"tp{i}"])
+        curve.append(
+            {
+                "threshold": threshold,
+                "removed": removed,
+                "precision": hits / removed if removed else 1.0,
+                "recall": hits / rows["noise"] if rows["noise"] else 0.0,
+                "noise_jobs": int(rows["noise"]),
+                "jobs": int(rows["jobs"]),
+            }
+        )
+    return curve
+
+
+def evaluate_noise_filter(
+    spark: SparkSession, config: JobrecConfig, thresholds: list[float]
+) -> list[dict[str, float]]:
+    """Exact mean similarities of every job of the candidates passing the rules, scored
+    against the ground truth's noise jobs at each threshold."""
+    from jobrec_core.io import RawLocations, read_delta, table_path
+
+    vectors_file, documents = _documents(spark, config)
+    candidates = read_delta(spark, table_path(config, "bronze", "candidates"))
+    outputs = clean_candidates(
+        spark,
+        candidates,
+        documents,
+        vectors_file,
+        config.cleaning,
+        prune=False,
+        partitions=config.spark.shuffle_partitions,
+    )
+    truth = read_delta(spark, RawLocations.of(config).ground_truth)
+    noise = truth.select("candidate_id", F.explode("noise_job_ids").alias("job_id"))
+    return noise_filter_curve(outputs.similarities, noise, thresholds)
+
+
+def plot_noise_filter_curve(
+    curve: list[dict[str, float]], seed_threshold: float, folder: Path, dataset: str
+) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    thresholds = [p["threshold"] for p in curve]
+    figure, axis = plt.subplots(figsize=(7, 4))
+    axis.plot(thresholds, [p["precision"] for p in curve], label="precision")
+    axis.plot(thresholds, [p["recall"] for p in curve], label="recall")
+    axis.axvline(seed_threshold, color="grey", linestyle="--", label=f"seed's {seed_threshold}")
+    axis.set(
+        xlabel="threshold (a job is removed when its mean similarity is not above it)",
+        title=f"WMD filter vs injected noise ('{dataset}')",
+    )
+    axis.legend()
+    figure.tight_layout()
+    path = folder / f"wmd_filter_{dataset}.png"
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+    return path
+
+
+def _documents(spark: SparkSession, config: JobrecConfig) -> tuple[str, DataFrame]:
+    """(vectors file, WMD documents of the jobs) of the embeddings in the manifest."""
+    from gensim.models import KeyedVectors
+
+    from jobrec_core import manifest
+    from jobrec_core.io import read_delta
+
+    embeddings = manifest.current(config, "embeddings")
+    vectors_file = local_path(embeddings["vectors"])
+    words = KeyedVectors.load(vectors_file, mmap="r").index_to_key
+    vocabulary = spark.createDataFrame(list(enumerate(words)), "word_id INT, term STRING")
+    jobs = read_delta(spark, embeddings["jobs"])
+    return vectors_file, wmd_documents(jobs, vocabulary, config.cleaning.wmd_fields)

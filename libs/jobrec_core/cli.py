@@ -93,6 +93,8 @@ def _data_report(config: JobrecConfig, out: str | None) -> int:
 
 def _demo(config: JobrecConfig, keep_es: bool) -> int:
     """Every stage built so far, on the configured preset (conf/local.yaml: demo)."""
+    from jobrec_core.cleaning import run_cleaning
+    from jobrec_core.embeddings import build_embeddings
     from jobrec_core.generate import generate_dataset
     from jobrec_core.ingest import ingest_raw
     from jobrec_core.spark import get_spark
@@ -114,7 +116,14 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         for report in ingest_raw(spark, config):
             print(report.format())
         print()
-        return _data_report(config, None)
+        _data_report(config, None)
+        embeddings = build_embeddings(spark, config)
+        print(
+            f"\nembeddings {embeddings.version.name}: {embeddings.vocabulary:,} words, "
+            f"{embeddings.terms:,} IDF terms"
+        )
+        print(run_cleaning(spark, config).format())
+        return 0
     finally:
         if node is not None and not keep_es:
             node.stop()

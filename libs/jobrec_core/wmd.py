@@ -7,13 +7,15 @@ this module solves the same problem on the documents' unique words:
 
 * a document is its unique word ids and their normalised frequencies (:class:`WmdDocument`),
   computed once per job, not once per pair;
-* distances are Euclidean between unit vectors (gensim's `norm=True` default), in float64;
+* distances are Euclidean between unit vectors (gensim's `norm=True` default), from one
+  matrix product, and the solver is POT's network simplex called without `emd2`'s wrapper;
 * the same edge cases: a document with no in-vocabulary word is infinitely far; two documents
   made of one and the same word are at distance 0; an all-zero distance matrix gives inf.
 
-:func:`wmd_bounds` gives a lower bound (the larger of the word centroid distance and the
-relaxed WMD) and an upper bound (the cost of the independent transport plan) from the same
-distance matrix, for pruning pairs whose exact value cannot change a decision.
+:func:`centroid_bounds` bounds the WMD of many pairs at once from each document's centroid
+alone, with no distance matrix: below by the word centroid distance (Kusner et al., 2015),
+above by the root mean squared distance of the independent transport plan. The relaxed WMD is
+tighter but needs the distance matrix, which here costs more than solving exactly.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ot.lp.emd_wrap import emd_c
 
 INF = float("inf")
 EMD_MAX_ITERATIONS = 100_000  # ot.emd2's default
+BOUND_SLACK = 1e-9  # rounding margin, so that a bound never excludes the exact value
 
 
 @dataclass(frozen=True)
@@ -50,12 +53,30 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
     return (vectors / norms[:, None]).astype(np.float32)
 
 
-def distance_matrix(unit: np.ndarray, ids1: np.ndarray, ids2: np.ndarray) -> np.ndarray:
-    """Euclidean distances between the rows `ids1` and `ids2` of `unit`, in float64 (as
-    scipy's cdist, which gensim uses)."""
-    a = unit[ids1].astype(np.float64)
-    b = unit[ids2].astype(np.float64)
-    return np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+@dataclass(frozen=True)
+class VectorTable:
+    """gensim's unit vectors, in float64 with their squared norms, for distance products."""
+
+    unit: np.ndarray  # float64 copy of the float32 unit vectors
+    squared_norms: np.ndarray
+
+    @staticmethod
+    def from_vectors(vectors: np.ndarray) -> VectorTable:
+        unit = unit_vectors(vectors).astype(np.float64)
+        return VectorTable(unit, np.einsum("ij,ij->i", unit, unit))
+
+
+def distance_matrix(table: VectorTable, ids1: np.ndarray, ids2: np.ndarray) -> np.ndarray:
+    """Euclidean distances between words `ids1` and `ids2` (one BLAS product); a word's
+    distance to itself is exactly 0, as in scipy's cdist, which gensim uses."""
+    squared = (
+        table.squared_norms[ids1][:, None]
+        + table.squared_norms[ids2][None, :]
+        - 2.0 * (table.unit[ids1] @ table.unit[ids2].T)
+    )
+    distances = np.sqrt(np.maximum(squared, 0.0))
+    distances[ids1[:, None] == ids2[None, :]] = 0.0
+    return distances
 
 
 def _trivial(doc1: WmdDocument, doc2: WmdDocument) -> float | None:
@@ -67,12 +88,12 @@ def _trivial(doc1: WmdDocument, doc2: WmdDocument) -> float | None:
     return None
 
 
-def wmd(unit: np.ndarray, doc1: WmdDocument, doc2: WmdDocument) -> float:
+def wmd(table: VectorTable, doc1: WmdDocument, doc2: WmdDocument) -> float:
     """Exact WMD between two documents, equal to gensim's `wmdistance` on the same vectors."""
     trivial = _trivial(doc1, doc2)
     if trivial is not None:
         return trivial
-    distances = distance_matrix(unit, doc1.ids, doc2.ids)
+    distances = distance_matrix(table, doc1.ids, doc2.ids)
     if abs(distances.sum()) < 1e-8:
         return INF
     return transport_cost(doc1.weights, doc2.weights, distances)
@@ -100,28 +121,29 @@ def transport_cost(a: np.ndarray, b: np.ndarray, distances: np.ndarray) -> float
     return float(cost)
 
 
-def wmd_bounds(unit: np.ndarray, doc1: WmdDocument, doc2: WmdDocument) -> tuple[float, float]:
-    """(lower, upper) bounds of the WMD; equal when the value is known without solving.
+def centroid(table: VectorTable, doc: WmdDocument) -> tuple[np.ndarray, float]:
+    """(weighted mean of the document's unit vectors, weighted mean of their squared norms)."""
+    if doc.empty:
+        return np.full(table.unit.shape[1], np.nan), np.nan
+    return doc.weights @ table.unit[doc.ids], float(doc.weights @ table.squared_norms[doc.ids])
 
-    Lower: max(word centroid distance, relaxed WMD) (Kusner et al., 2015). Upper: the cost of
-    moving every word of one document to every word of the other in proportion to their
-    weights, a feasible plan and so at least the optimum.
+
+def centroid_bounds(
+    centroids1: np.ndarray, norms1: np.ndarray, centroids2: np.ndarray, norms2: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(lower, upper) WMD bounds for rows of paired centroids (an empty document: nan -> inf).
+
+    Lower: |c1 - c2| (the word centroid distance). Upper: moving each word of one document
+    to every word of the other in proportion to their weights is a feasible plan; its cost,
+    the mean distance, is at most the root of the mean squared distance, which is
+    n1 + n2 - 2 c1.c2 for weighted mean squared norms n1, n2.
     """
-    trivial = _trivial(doc1, doc2)
-    if trivial is not None:
-        return trivial, trivial
-    distances = distance_matrix(unit, doc1.ids, doc2.ids)
-    if abs(distances.sum()) < 1e-8:
-        return INF, INF
-    centroid1 = doc1.weights @ unit[doc1.ids].astype(np.float64)
-    centroid2 = doc2.weights @ unit[doc2.ids].astype(np.float64)
-    centroid = float(np.linalg.norm(centroid1 - centroid2))
-    relaxed = max(
-        float(doc1.weights @ distances.min(axis=1)), float(doc2.weights @ distances.min(axis=0))
-    )
-    upper = float(doc1.weights @ distances @ doc2.weights)
-    lower = min(max(centroid, relaxed), upper)
-    return lower, upper
+    lower = np.linalg.norm(centroids1 - centroids2, axis=1)
+    mean_squared = norms1 + norms2 - 2.0 * np.einsum("ij,ij->i", centroids1, centroids2)
+    upper = np.sqrt(np.maximum(mean_squared, 0.0)) + BOUND_SLACK
+    lower = np.maximum(lower - BOUND_SLACK, 0.0)
+    empty = np.isnan(lower) | np.isnan(upper)
+    return np.where(empty, INF, lower), np.where(empty, INF, upper)
 
 
 def similarity(distance: float | np.ndarray) -> float | np.ndarray:
