@@ -227,6 +227,7 @@ class CleaningOutputs:
     similarities: DataFrame  # candidate_id, job_id, mean_low, mean_high, decision
     eligible: DataFrame  # the candidates that passed the rules (cached)
     pairs: DataFrame  # candidate_id, job_a, job_b of the eligible candidates (cached)
+    exact_pairs: DataFrame  # the distinct pairs whose WMD was solved exactly
 
 
 def clean_candidates(
@@ -246,6 +247,7 @@ def clean_candidates(
     eligible = apply_rules(candidates, rules).cache()
     pairs = candidate_pairs(eligible).cache()
     distinct = pairs.select("job_a", "job_b").distinct()
+    exact_pairs = distinct
     first = score_pairs(
         distinct, documents, vectors_file, exact=not prune, partitions=partitions
     ).cache()
@@ -272,6 +274,7 @@ def clean_candidates(
             .distinct()
         )
         exact = score_pairs(needs_exact, documents, vectors_file, exact=True, partitions=partitions)
+        exact_pairs = needs_exact
         refined = first.join(exact, ["job_a", "job_b"], "left_anti").unionByName(exact)
         decided = decide(job_means(pairs, refined), threshold)
     kept = decided.where(F.col("decision") != "drop").select("candidate_id", "job_id")
@@ -290,7 +293,7 @@ def clean_candidates(
     if rules.reapply_rules_after_wmd:
         cleaned = apply_rules(cleaned, rules)
     cleaned = cleaned.withColumn("positive_job_id", positive_job(F.col("sequence")))
-    return CleaningOutputs(cleaned, decided, eligible, pairs)
+    return CleaningOutputs(cleaned, decided, eligible, pairs, exact_pairs)
 
 
 @dataclass(frozen=True)
@@ -303,6 +306,7 @@ class Funnel:
     after_wmd_and_rules: int
     pairs: int
     distinct_pairs: int
+    exact_pairs: int
 
     def format(self) -> str:
         removed = self.jobs_removed_by_wmd / max(self.jobs_before_wmd, 1)
@@ -314,6 +318,8 @@ class Funnel:
             ("jobs removed by the WMD filter", f"{self.jobs_removed_by_wmd:,}  ({removed:.1%})"),
             ("candidates after WMD + rules again", f"{self.after_wmd_and_rules:,}"),
             ("job pairs (distinct)", f"{self.pairs:,}  ({self.distinct_pairs:,})"),
+            ("distinct pairs solved exactly", f"{self.exact_pairs:,}"),
+            ("distinct pairs decided by bounds", f"{self.distinct_pairs - self.exact_pairs:,}"),
         ]
         return "\n".join(["Cleaning funnel", *(f"  {k:<36} {v:>12}" for k, v in rows)])
 
@@ -368,6 +374,7 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
         after_wmd_and_rules=read_delta(spark, table_path(config, "silver", "candidates")).count(),
         pairs=pairs.count(),
         distinct_pairs=pairs.select("job_a", "job_b").distinct().count(),
+        exact_pairs=outputs.exact_pairs.count(),
     )
     manifest.record(
         config,

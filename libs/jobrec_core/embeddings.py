@@ -166,7 +166,7 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
     tokenized = read_delta(spark, silver)
     name = version_of(
         config.embeddings,
-        {"jobs": bronze, "jobs_version": delta_version(spark, bronze)},
+        {"dataset": config.data.preset, "jobs_version": delta_version(spark, bronze)},
         config.run.seed,
     )
     version = EmbeddingsVersion(name, table_path(config, "silver", f"embeddings/{name}"))

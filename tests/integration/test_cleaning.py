@@ -124,6 +124,7 @@ def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, embeddings)
     assert funnel.quarantined_unknown_jobs == 1
     assert funnel.candidates == count + 1
     assert funnel.after_wmd_and_rules <= funnel.after_rules < funnel.candidates
+    assert funnel.exact_pairs == funnel.distinct_pairs <= funnel.pairs  # no pruning by default
     silver = read_delta(spark, table_path(config, "silver", "candidates")).collect()
     assert len(silver) == funnel.after_wmd_and_rules
     for row in silver:
