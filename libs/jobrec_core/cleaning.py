@@ -34,9 +34,11 @@ import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobrec_core import manifest
 from jobrec_core.config import CleaningConfig, JobrecConfig
 from jobrec_core.embeddings import tokens_column
-from jobrec_core.io import local_path
+from jobrec_core.io import RawLocations, local_path, read_delta, table_path, write_delta
+from jobrec_core.quality import split_quarantine, write_quarantine
 from jobrec_core.wmd import (
     VectorTable,
     WmdDocument,
@@ -326,10 +328,6 @@ class Funnel:
 
 def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     """bronze candidates -> silver candidates (+ per-job similarities), with the funnel."""
-    from jobrec_core import manifest
-    from jobrec_core.io import read_delta, table_path, write_delta
-    from jobrec_core.quality import split_quarantine, write_quarantine
-
     embeddings = manifest.current(config, "embeddings")
     vectors_file, documents = _documents(spark, config)
 
@@ -435,8 +433,6 @@ def evaluate_noise_filter(
 ) -> list[dict[str, float]]:
     """Exact mean similarities of every job of the candidates passing the rules, scored
     against the ground truth's noise jobs at each threshold."""
-    from jobrec_core.io import RawLocations, read_delta, table_path
-
     vectors_file, documents = _documents(spark, config)
     candidates = read_delta(spark, table_path(config, "bronze", "candidates"))
     outputs = clean_candidates(
@@ -482,9 +478,6 @@ def plot_noise_filter_curve(
 def _documents(spark: SparkSession, config: JobrecConfig) -> tuple[str, DataFrame]:
     """(vectors file, WMD documents of the jobs) of the embeddings in the manifest."""
     from gensim.models import KeyedVectors
-
-    from jobrec_core import manifest
-    from jobrec_core.io import read_delta
 
     embeddings = manifest.current(config, "embeddings")
     vectors_file = local_path(embeddings["vectors"])

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from pyspark.ml.feature import RegexTokenizer, StopWordsRemover
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from jobrec_core import manifest
 from jobrec_core.config import EmbeddingsConfig, JobrecConfig
 from jobrec_core.io import delta_version, local_path, read_delta, table_path, write_delta
 from jobrec_core.text import load_stopwords
@@ -151,11 +153,10 @@ class EmbeddingsResult:
 def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsResult:
     """bronze jobs -> silver jobs (tokenised), word2vec vectors and IDF, recorded in the
     manifest and logged to MLflow."""
-    import time
-
+    # MLflow is imported here, not at the top: executors import this module (tokens_column)
+    # and need none of it.
     import mlflow
 
-    from jobrec_core import manifest
     from jobrec_core.tracking import configure_mlflow
 
     started = time.perf_counter()
