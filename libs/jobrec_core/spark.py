@@ -76,3 +76,29 @@ def _local_session(config: JobrecConfig) -> SparkSession:
     for key, value in config.spark.conf.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+def install_spark_defaults(config: JobrecConfig) -> Path:
+    """Write `spark-defaults.conf` into the Spark installation of this environment.
+
+    `spark-submit jobs/<stage>.py` starts the driver JVM before the job's code runs, so jars
+    set in the session builder come too late for the driver's classpath (Delta's catalog
+    class is then not found). Spark reads `$SPARK_HOME/conf/spark-defaults.conf` when it
+    launches, and the pip-installed pyspark is this environment's `SPARK_HOME`. Setup calls
+    this for the local environment; on a cluster the runtime's libraries play this part.
+    """
+    from pyspark.find_spark_home import _find_spark_home
+
+    settings = {"spark.jars": ",".join(spark_jars(config.spark.jars_dir))}
+    for key in ("spark.driver.memory", "spark.driver.host", "spark.driver.bindAddress"):
+        if key in config.spark.conf:
+            settings[key] = config.spark.conf[key]
+    if config.spark.master is not None:
+        settings["spark.master"] = config.spark.master
+    folder = Path(_find_spark_home()) / "conf"
+    folder.mkdir(exist_ok=True)
+    path = folder / "spark-defaults.conf"
+    lines = ["# Written by scripts/setup.sh from conf/ (jobrec_core.spark.install_spark_defaults)."]
+    lines += [f"{key} {value}" for key, value in settings.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

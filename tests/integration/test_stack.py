@@ -1,5 +1,9 @@
 """Every component of the stack, exercised for real (the checks `jobrec demo` reports)."""
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from jobrec_core.stack_check import (
@@ -13,6 +17,7 @@ from jobrec_core.stack_check import (
     format_report,
     run_checks,
 )
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -53,3 +58,25 @@ def test_report_lists_failures_without_raising(ctx, monkeypatch):
     assert "FAIL broken" in report
     assert "RuntimeError: boom" in report
     assert "0/1 components OK" in report
+
+
+def test_spark_submit_runs_a_job(state_root):
+    """`spark-submit jobs/<stage>.py`, as data engineers run the jobs: the environment's
+    spark-defaults.conf (written by setup) puts Delta and the connector on the driver."""
+    spark_submit = Path(sys.executable).parent / "spark-submit"
+    result = subprocess.run(
+        [
+            str(spark_submit),
+            str(REPO / "jobs" / "check_stack.py"),
+            "--only",
+            "delta",
+            "--set",
+            f"storage.root={state_root / 'spark-submit'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
+    assert "1/1 components OK" in result.stdout
