@@ -229,6 +229,7 @@ class CleaningOutputs:
     similarities: DataFrame  # candidate_id, job_id, mean_low, mean_high, decision
     eligible: DataFrame  # the candidates that passed the rules (cached)
     pairs: DataFrame  # candidate_id, job_a, job_b of the eligible candidates (cached)
+    distinct_pairs: DataFrame  # job_a, job_b: each pair once (cached)
     exact_pairs: DataFrame  # the distinct pairs whose WMD was solved exactly
 
 
@@ -248,7 +249,7 @@ def clean_candidates(
     ).cache()
     eligible = apply_rules(candidates, rules).cache()
     pairs = candidate_pairs(eligible).cache()
-    distinct = pairs.select("job_a", "job_b").distinct()
+    distinct = pairs.select("job_a", "job_b").distinct().cache()
     exact_pairs = distinct
     first = score_pairs(
         distinct, documents, vectors_file, exact=not prune, partitions=partitions
@@ -279,6 +280,8 @@ def clean_candidates(
         exact_pairs = needs_exact
         refined = first.join(exact, ["job_a", "job_b"], "left_anti").unionByName(exact)
         decided = decide(job_means(pairs, refined), threshold)
+    # Read twice: for the cleaned sequences and as the similarity table.
+    decided = decided.cache()
     kept = decided.where(F.col("decision") != "drop").select("candidate_id", "job_id")
     elements = eligible.select("candidate_id", F.posexplode("sequence").alias("pos", "e"))
     cleaned = (
@@ -295,7 +298,7 @@ def clean_candidates(
     if rules.reapply_rules_after_wmd:
         cleaned = apply_rules(cleaned, rules)
     cleaned = cleaned.withColumn("positive_job_id", positive_job(F.col("sequence")))
-    return CleaningOutputs(cleaned, decided, eligible, pairs, exact_pairs)
+    return CleaningOutputs(cleaned, decided, eligible, pairs, distinct, exact_pairs)
 
 
 @dataclass(frozen=True)
@@ -371,7 +374,7 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
         jobs_removed_by_wmd=similarities.where(F.col("decision") == "drop").count(),
         after_wmd_and_rules=read_delta(spark, table_path(config, "silver", "candidates")).count(),
         pairs=pairs.count(),
-        distinct_pairs=pairs.select("job_a", "job_b").distinct().count(),
+        distinct_pairs=outputs.distinct_pairs.count(),
         exact_pairs=outputs.exact_pairs.count(),
     )
     manifest.record(
