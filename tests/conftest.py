@@ -57,16 +57,30 @@ def spark(config: JobrecConfig):
 
 
 @pytest.fixture(scope="session")
-def tiny(spark, tmp_path_factory):
-    """The tiny preset generated and ingested once: (config, generation counts, reports)."""
+def tiny(spark, state_root, tmp_path_factory):
+    """The tiny preset generated and ingested once: (config, generation counts, reports).
+
+    Its configuration uses the session's Elasticsearch node (when a test starts it)."""
     from jobrec_core.generate import generate_dataset
     from jobrec_core.ingest import ingest_raw
 
     config = load_config(
         "local",
-        [*state_overrides(tmp_path_factory.mktemp("tiny")), "data.preset=tiny"],
+        [
+            *state_overrides(tmp_path_factory.mktemp("tiny")),
+            "data.preset=tiny",
+            f"elasticsearch.local.workdir={state_root / 'es'}",
+        ],
         REPO / "conf",
     )
     counts = generate_dataset(spark, config)
     reports = {r.source: r for r in ingest_raw(spark, config)}
     return config, counts, reports
+
+
+@pytest.fixture(scope="session")
+def tiny_embeddings(spark, tiny):
+    """Stage 1's tokenised jobs (silver), word2vec and IDF of the tiny preset."""
+    from jobrec_core.embeddings import build_embeddings
+
+    return build_embeddings(spark, tiny[0])

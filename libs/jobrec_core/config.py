@@ -78,6 +78,19 @@ class ElasticsearchConfig(_Section):
     local: LocalEsConfig
 
 
+class IndexingConfig(_Section):
+    fields: list[str]
+    refresh_interval: str
+    write_partitions: int = Field(ge=0)
+    batch_entries: int = Field(gt=0)
+    batch_bytes: str
+    bulk_retries: int = Field(ge=-1)
+    bulk_retry_wait_s: float = Field(ge=0)
+    write_attempts: int = Field(ge=1)
+    attempt_backoff_s: float = Field(ge=0)
+    health_timeout_s: float = Field(gt=0)
+
+
 class MlflowConfig(_Section):
     tracking_uri: str
     registry_uri: str | None
@@ -231,6 +244,7 @@ class JobrecConfig(_Section):
     storage: StorageConfig
     spark: SparkConfig
     elasticsearch: ElasticsearchConfig
+    indexing: IndexingConfig
     mlflow: MlflowConfig
     data: DataConfig
     ingest: IngestConfig

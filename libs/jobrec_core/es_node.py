@@ -4,7 +4,8 @@ Elastic publishes the server and its HTTP module to Maven Central but not the di
 `scripts/setup.sh` lays out the jars (see `jvm/pom.xml`) and this module runs them with the
 project's launcher (`jvm/es-launcher`). The node binds to 127.0.0.1 only, keeps its data under
 `elasticsearch.local.workdir`, and records its pid and port in `node.json` there, which is how
-every other command finds it.
+every other command finds it. A restarted node takes its previous port back when it is free, so
+clients (and a job waiting to retry) find it where it was.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ log = logging.getLogger(__name__)
 
 LAUNCHER_CLASS = "jobrec.es.LocalNode"
 STATE_FILE = "node.json"
+PORT_FILE = "last_port"
 MIN_JAVA = 17
 
 
@@ -83,7 +85,7 @@ class LocalElasticsearch:
         module_path, launcher = self._check_jars()
         self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / "tmp").mkdir(exist_ok=True)
-        port = self.settings.port or _free_port()
+        port = self.settings.port or self._previous_port() or _free_port()
         command = [
             java,
             f"-Xms{self.settings.heap}",
@@ -112,6 +114,7 @@ class LocalElasticsearch:
             )
         state = NodeState(pid=process.pid, port=port, workdir=str(self.workdir))
         self.state_file.write_text(json.dumps(asdict(state)), encoding="utf-8")
+        (self.workdir / PORT_FILE).write_text(str(port), encoding="utf-8")
         self._wait_until_healthy(process, state)
         log.info("Elasticsearch is up at %s (pid %d)", state.url, state.pid)
         return state
@@ -132,6 +135,13 @@ class LocalElasticsearch:
             return NodeState(**json.loads(self.state_file.read_text(encoding="utf-8")))
         except (FileNotFoundError, ValueError, TypeError):
             return None
+
+    def _previous_port(self) -> int | None:
+        try:
+            port = int((self.workdir / PORT_FILE).read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return port if _port_free(port) else None
 
     def _check_jars(self) -> tuple[Path, Path]:
         module_path = self.jars / "lib"
@@ -192,6 +202,17 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _port_free(port: int) -> bool:
+    """Whether the node could listen on `port`; as Elasticsearch does, ignoring TIME_WAIT."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def _health(url: str) -> str | None:

@@ -19,6 +19,8 @@ from elasticsearch import Elasticsearch
 from jobrec_core.config import JobrecConfig
 from jobrec_core.es_node import LocalElasticsearch
 
+ES_FORMAT = "org.elasticsearch.spark.sql"  # the ES-Hadoop connector's Spark SQL data source
+
 
 class EsConnectionError(RuntimeError):
     """No usable Elasticsearch address or credentials."""

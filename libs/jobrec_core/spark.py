@@ -9,6 +9,7 @@ cluster's libraries and settings are the runtime's business, not the job's.
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from pathlib import Path
@@ -20,16 +21,32 @@ from jobrec_core.config import JobrecConfig
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 # Spark redacts matching keys in the UI, event logs and plan strings. The default pattern misses
-# the connector's `es.net.http.auth.pass` and API keys.
-REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|auth[.]pass|api[._-]?key"
+# the connector's `es.net.http.auth.pass` and its API key header (`...header.Authorization`).
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|auth[.]pass|api[._-]?key|authorization"
 
 
 class SparkSetupError(RuntimeError):
     """The session cannot be built as configured (missing jars, no active session)."""
 
 
+class _NoPy4jCommandTraces(logging.Filter):
+    """py4j logs every command it sends at DEBUG, option values included: the connector's
+    credentials would reach any log collecting DEBUG. Only its INFO and above pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO
+
+
+def silence_py4j_command_traces() -> None:
+    for name in ("py4j.clientserver", "py4j.java_gateway"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _NoPy4jCommandTraces) for f in logger.filters):
+            logger.addFilter(_NoPy4jCommandTraces())
+
+
 def get_spark(config: JobrecConfig) -> SparkSession:
     """The session for this environment: built locally, reused on a cluster."""
+    silence_py4j_command_traces()
     if config.spark.master is None:
         active = SparkSession.getActiveSession()
         if active is not None:

@@ -20,11 +20,11 @@ import numpy as np
 from pyspark.sql import SparkSession
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.search import connector_options, make_client, resolve_connection
+from jobrec_core.retrieval import multi_match_query
+from jobrec_core.search import ES_FORMAT, connector_options, make_client, resolve_connection
 
 log = logging.getLogger(__name__)
 
-ES_FORMAT = "org.elasticsearch.spark.sql"
 CHECK_INDEX = "jobrec-stack-check"
 
 
@@ -107,6 +107,9 @@ def check_elasticsearch(ctx: StackContext) -> str:
             }
         },
     )
+    # The primary must be active before the connector's bulk: on a loaded machine a bulk into
+    # a shard still starting waits server-side, and can outlast the connector's timeout.
+    client.cluster.health(index=CHECK_INDEX, wait_for_status="yellow", timeout="60s")
     jobs = ctx.spark.createDataFrame(
         [
             (1, "python developer", "engineering", ["python", "flask", "mongodb"]),
@@ -126,20 +129,7 @@ def check_elasticsearch(ctx: StackContext) -> str:
     client.indices.refresh(index=CHECK_INDEX)
     response = client.search(
         index=CHECK_INDEX,
-        query={
-            "bool": {
-                "should": [
-                    {
-                        "multi_match": {
-                            "query": "python developer flask",
-                            "type": "most_fields",
-                            "fields": ["title^1.5", "function^1.5", "keywords^1.5"],
-                            "auto_generate_synonyms_phrase_query": False,
-                        }
-                    }
-                ]
-            }
-        },
+        query=multi_match_query("python developer flask", ctx.config.retrieval),
         size=10,
     )
     hits = [(int(h["_id"]), float(h["_score"])) for h in response["hits"]["hits"]]

@@ -25,29 +25,26 @@ def test_spark_tokens_equal_python_tokens(spark, tiny):
             assert row[tokens_column(field)] == clean_tokens(text, stopwords), (row.job_id, field)
 
 
-@pytest.fixture(scope="module")
-def embeddings(spark, tiny):
+def test_embeddings_are_versioned_and_reproducible(spark, tiny, tiny_embeddings):
     config, _, _ = tiny
-    return build_embeddings(spark, config)
-
-
-def test_embeddings_are_versioned_and_reproducible(spark, tiny, embeddings):
-    config, _, _ = tiny
-    assert current(config, "embeddings")["version"] == embeddings.version.name
-    first = KeyedVectors.load(embeddings.version.vectors_file, mmap="r")
+    assert current(config, "embeddings")["version"] == tiny_embeddings.version.name
+    first = KeyedVectors.load(tiny_embeddings.version.vectors_file, mmap="r")
     assert first.vector_size == config.embeddings.vector_size
     again = build_embeddings(spark, config)
-    assert again.version == embeddings.version
+    assert again.version == tiny_embeddings.version
     second = KeyedVectors.load(again.version.vectors_file)
     assert first.index_to_key == second.index_to_key
     assert np.array_equal(np.asarray(first.vectors), second.vectors)
 
 
-def test_idf_is_log_n_over_df(spark, tiny, embeddings):
+def test_idf_is_log_n_over_df(spark, tiny, tiny_embeddings):
     config, _, _ = tiny
     jobs = read_delta(spark, table_path(config, "silver", "jobs"))
     total = jobs.count()
-    idf = {r.term: (r.df, r.idf) for r in read_delta(spark, embeddings.version.idf_table).collect()}
+    idf = {
+        r.term: (r.df, r.idf)
+        for r in read_delta(spark, tiny_embeddings.version.idf_table).collect()
+    }
     words = F.array_distinct(F.concat(*[tokens_column(f) for f in JOB_TEXT_FIELDS]))
     for term in ("nurse", "software", "manager"):
         df = jobs.where(F.array_contains(words, term)).count()
@@ -101,7 +98,7 @@ def test_wmd_filter_drops_the_unrelated_job(spark, tiny, controlled, prune):
     assert decisions[(100, 1)] == "keep"
 
 
-def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, embeddings):
+def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embeddings):
     config, _, _ = tiny
     bronze = table_path(config, "bronze", "candidates")
     table = DeltaTable.forPath(spark, bronze)
