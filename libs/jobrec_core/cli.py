@@ -1,6 +1,7 @@
 """The `jobrec` command: local services and the one-command demo.
 
 jobrec es start|stop|status     the local Elasticsearch node
+jobrec index versions|rollback  the versions of the jobs index; point the alias back
 jobrec demo                     start the node, prove every component, print the report
 jobrec config                   print the resolved configuration (secrets are never in it)
 """
@@ -26,6 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     es.add_argument("action", choices=["start", "stop", "status"])
     es.add_argument("--purge", action="store_true", help="with stop: delete the node's data")
 
+    index = add_common_arguments(
+        commands.add_parser("index", help="versions of the jobs index behind its alias")
+    )
+    index.add_argument("action", choices=["versions", "rollback"])
+    index.add_argument("--to", default=None, help="with rollback: the version (default: previous)")
+
     demo = add_common_arguments(
         commands.add_parser("demo", help="run the pipeline on the embedded default")
     )
@@ -50,6 +57,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = config_from_args(args)
         if args.command == "es":
             return _es(config, args.action, args.purge)
+        if args.command == "index":
+            return _index(config, args.action, args.to)
         if args.command == "demo":
             return _demo(config, keep_es=args.keep_es)
         if args.command == "data":
@@ -79,6 +88,33 @@ def _es(config: JobrecConfig, action: str, purge: bool) -> int:
     return 0
 
 
+def _index(config: JobrecConfig, action: str, to: str | None) -> int:
+    from jobrec_core.indexing import IndexBuildError, list_versions, rollback
+    from jobrec_core.search import EsConnectionError, make_client, resolve_connection
+
+    alias = config.elasticsearch.index_alias
+    try:
+        client = make_client(resolve_connection(config))
+        if action == "rollback":
+            previous, now = rollback(client, alias, to)
+            print(f"alias {alias} -> {now} (was: {', '.join(previous) or 'none'})")
+            return 0
+        versions = list_versions(client, alias)
+    except (EsConnectionError, IndexBuildError) as error:
+        print(f"jobrec: {error}", file=sys.stderr)
+        return 2
+    if not versions:
+        print(f"no versions of {alias}: run jobs/index_jobs.py")
+        return 3
+    stats = client.indices.stats(index=f"{alias}_v*", metric="docs")["indices"]
+    for version in versions:
+        count = stats.get(version.name, {}).get("primaries", {}).get("docs", {}).get("count", "?")
+        state = "complete" if version.complete else "incomplete"
+        marker = f"<- {alias}" if version.aliased else ""
+        print(f"{version.name:<40} {state:<11} {count:>10} docs  {marker}")
+    return 0
+
+
 def _data_report(config: JobrecConfig, out: str | None) -> int:
     from jobrec_core.data_report import format_profile, profile_dataset, save_plots
     from jobrec_core.io import table_path
@@ -96,6 +132,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
     from jobrec_core.cleaning import run_cleaning
     from jobrec_core.embeddings import build_embeddings
     from jobrec_core.generate import generate_dataset
+    from jobrec_core.indexing import run_indexing
     from jobrec_core.ingest import ingest_raw
     from jobrec_core.spark import get_spark
     from jobrec_core.stack_check import StackContext, format_report, run_checks
@@ -123,6 +160,8 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
             f"{embeddings.terms:,} IDF terms"
         )
         print(run_cleaning(spark, config).format())
+        print()
+        print(run_indexing(spark, config).format())
         return 0
     finally:
         if node is not None and not keep_es:

@@ -46,7 +46,12 @@ from jobrec_core import manifest
 from jobrec_core.config import IndexingConfig, JobrecConfig
 from jobrec_core.embeddings import tokens_column
 from jobrec_core.io import delta_version, read_delta, table_path
-from jobrec_core.quality import QualityReport, enforce_budget, write_quarantine
+from jobrec_core.quality import (
+    QualityReport,
+    enforce_budget,
+    has_quarantined,
+    write_quarantine,
+)
 from jobrec_core.search import ES_FORMAT, connector_options, make_client, resolve_connection
 
 log = logging.getLogger(__name__)
@@ -261,12 +266,19 @@ def build_index(
             client, documents, options, name, dead_letters, settings, source_count
         )
         write_seconds = time.perf_counter() - started
+        log.info("%s: %s documents written in %.1fs", name, f"{source_count:,}", write_seconds)
         quarantined = _quarantine(spark, config, invalid)
         report = QualityReport(
             QUARANTINE_SOURCE, source_count, source_count - len(invalid), quarantined
         )
         enforce_budget(report, config.quality.error_budget_fraction)
+        finishing = time.perf_counter()
         indexed = _finish(client, config, name, expected=source_count - len(invalid))
+        log.info(
+            "%s: serving settings restored, refreshed, count checked in %.1fs",
+            name,
+            time.perf_counter() - finishing,
+        )
     finally:
         _delete_quietly(client, dead_letters)
     client.indices.put_mapping(
@@ -387,11 +399,14 @@ def _error_counts(letters: list[DeadLetter]) -> str:
 
 def _quarantine(spark: SparkSession, config: JobrecConfig, invalid: list[DeadLetter]) -> dict:
     """Refused documents -> the dataset's quarantine table (replacing this stage's rows)."""
+    path = table_path(config, "bronze", "quarantine")
+    if not invalid and not has_quarantined(spark, path, QUARANTINE_SOURCE):
+        return {}  # nothing to record and nothing stale to clear: skip a Delta commit
     rows = [(QUARANTINE_SOURCE, d.error, d.message, d.document) for d in invalid]
     frame = spark.createDataFrame(
         rows, "source STRING, reason STRING, detail STRING, record STRING"
     ).withColumn("quarantined_at", F.current_timestamp())
-    write_quarantine(frame, table_path(config, "bronze", "quarantine"), QUARANTINE_SOURCE)
+    write_quarantine(frame, path, QUARANTINE_SOURCE)
     if invalid:
         log.warning(
             "%d documents refused by Elasticsearch: %s", len(invalid), _error_counts(invalid)
@@ -479,6 +494,27 @@ def prune_versions(client: Elasticsearch, alias: str, keep: int) -> list[str]:
     if doomed:
         log.info("removed old or failed versions: %s", ", ".join(doomed))
     return doomed
+
+
+def rollback(client: Elasticsearch, alias: str, to: str | None = None) -> tuple[list[str], str]:
+    """Point `alias` back at a kept version: `to`, or the newest complete one older than the
+    current. Returns (indices it pointed to, the index it points to now)."""
+    versions = list_versions(client, alias)
+    current = [v.name for v in versions if v.aliased]
+    if to is None:
+        older = [
+            v.name
+            for v in versions
+            if v.complete and not v.aliased and (not current or v.name < current[0])
+        ]
+        if not older:
+            raise IndexBuildError(f"no complete version of {alias} older than {current} is kept")
+        to = older[0]
+    elif not any(v.name == to and v.complete for v in versions):
+        raise IndexBuildError(
+            f"{to} is not a complete version of {alias} (kept: {[v.name for v in versions]})"
+        )
+    return swap_alias(client, alias, to), to
 
 
 def wait_for_cluster(client: Elasticsearch, timeout_s: float) -> None:

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame
+from pyspark.errors import AnalysisException
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from jobrec_core.io import write_delta
+from jobrec_core.io import read_delta, write_delta
 
 MAX_RECORD_CHARS = 10_000
 QUARANTINE_COLUMNS = ("source", "reason", "detail", "record", "quarantined_at")
@@ -84,6 +85,14 @@ def count_reasons(quarantine: DataFrame) -> dict[str, int]:
 
 def write_quarantine(quarantine: DataFrame, path: str, source: str) -> None:
     write_delta(quarantine, path, replace_where=f"source = '{source}'", partition_by=["source"])
+
+
+def has_quarantined(spark: SparkSession, path: str, source: str) -> bool:
+    """Whether the quarantine table holds rows of `source` (False when there is no table)."""
+    try:
+        return bool(read_delta(spark, path).where(F.col("source") == source).limit(1).count())
+    except AnalysisException:
+        return False
 
 
 def enforce_budget(report: QualityReport, budget_fraction: float) -> None:

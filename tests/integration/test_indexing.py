@@ -17,6 +17,7 @@ from jobrec_core.indexing import (
     IndexBuildError,
     build_index,
     list_versions,
+    rollback,
     run_indexing,
 )
 from jobrec_core.io import read_delta, table_path
@@ -179,6 +180,12 @@ def test_rerun_swaps_the_alias_atomically_and_keeps_configured_versions(spark, i
     # keep_versions = 2: the first build is gone
     assert versions == [(third.index, True, True), (second.index, True, False)]
     assert third.removed == [first.index]
+
+    # a kept version can serve again at once
+    assert rollback(client, "jobs") == ([third.index], second.index)
+    assert list(client.indices.get_alias(name="jobs")) == [second.index]
+    with pytest.raises(IndexBuildError, match="not a complete version"):
+        rollback(client, "jobs", to=first.index)
 
 
 @pytest.fixture(scope="module")
