@@ -1,0 +1,120 @@
+"""DRMM matching histograms and the pair features, vectorised with numpy (seed §5.1, §6).
+
+For one query and any number of documents, :func:`histogram_counts` computes every cosine
+similarity between the query's term vectors and all the documents' term vectors in one BLAS
+product, bins them, and counts with one `bincount`: no Python loop over words or bins.
+
+Binning (`bins` = `histograms.bins`, 30): [-1, 1) is split into `bins` equal bins, bin
+`floor((cos + 1) / 2 * bins)`; a similarity of 1 that is not an exact match (two different
+words with the same vector) falls in the last of them. One more bin, index `bins`, counts the
+exact matches: document terms that *are* the query term. Deciding exact matches by the term,
+not by `cos == 1.0`, keeps them exact under float rounding (a word's cosine with itself is
+0.99999994 in float32).
+
+Terms are integers: their row in the vocabulary of the IDF table (every word of every job).
+Words without a word2vec vector (rarer than `embeddings.min_count`) have a zero vector, so
+their similarity to any other word is 0 (the middle bin); their exact matches still count.
+
+Only the counts (CH) are stored, as small integers. The variants are derived on read
+(:func:`transform`): NH = CH / document length, LCH = ln(1 + CH).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Literal
+
+import numpy as np
+
+Variant = Literal["ch", "nh", "lch"]
+
+
+def histogram_counts(
+    query_vectors: np.ndarray,
+    query_ids: np.ndarray,
+    doc_vectors: np.ndarray,
+    doc_ids: np.ndarray,
+    doc_lengths: np.ndarray,
+    bins: int,
+) -> np.ndarray:
+    """Count histograms, shape (documents, query terms, bins + 1).
+
+    `doc_vectors`/`doc_ids` are the documents' terms one after another, `doc_lengths` how many
+    belong to each document. Vectors are unit length (rows of zeros for unknown words).
+    """
+    documents = len(doc_lengths)
+    terms = len(query_ids)
+    width = bins + 1
+    if documents == 0 or terms == 0:
+        return np.zeros((documents, terms, width), dtype=np.int32)
+    cosines = query_vectors @ doc_vectors.T  # (terms, all document terms)
+    slots = np.floor((cosines + 1.0) * (bins / 2.0)).astype(np.int64)
+    np.clip(slots, 0, bins - 1, out=slots)
+    slots[query_ids[:, None] == doc_ids[None, :]] = bins
+    document_of = np.repeat(np.arange(documents), doc_lengths)
+    flat = (document_of[None, :] * terms + np.arange(terms)[:, None]) * width + slots
+    counts = np.bincount(flat.ravel(), minlength=documents * terms * width)
+    return counts.reshape(documents, terms, width).astype(np.int32)
+
+
+def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> np.ndarray:
+    """CH as stored -> the variant the model reads: CH, NH (by document length) or LCH."""
+    if variant == "ch":
+        return counts.astype(np.float32)
+    if variant == "nh":
+        lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
+        return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
+    return np.log1p(counts, dtype=np.float32)
+
+
+def common_unigrams(query_ids: np.ndarray, doc_ids: np.ndarray) -> int:
+    """Distinct words the query and the document share."""
+    return int(np.intersect1d(query_ids, doc_ids).size)
+
+
+def common_bigrams(query_ids: np.ndarray, doc_ids: np.ndarray) -> int:
+    """Distinct pairs of adjacent words the query and the document share."""
+    return int(np.intersect1d(_bigrams(query_ids), _bigrams(doc_ids)).size)
+
+
+def _bigrams(ids: np.ndarray) -> np.ndarray:
+    ids = ids.astype(np.int64)
+    return (ids[:-1] << 32) | (ids[1:] & 0xFFFFFFFF)
+
+
+class Vocabulary:
+    """Words -> integer ids, with their unit vectors and IDF, for lookups without loops.
+
+    Built once per executor from the IDF table (all words of the jobs) and the word2vec
+    vectors; `ids` maps an array of words with one vectorised binary search.
+    """
+
+    def __init__(self, words: np.ndarray, vectors: np.ndarray, idf: np.ndarray) -> None:
+        order = np.argsort(words)
+        self.words = words[order]
+        self.vectors = vectors[order]
+        self.idf = idf[order]
+
+    def ids(self, words: np.ndarray | list[str]) -> np.ndarray:
+        """Ids of `words`. A word outside the vocabulary (only if the IDF table is older than
+        the jobs) gets a negative id derived from the word: no vector, but still an exact
+        match of itself."""
+        array = np.asarray(words, dtype=str)
+        if array.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        found = np.minimum(np.searchsorted(self.words, array), len(self.words) - 1)
+        ids = found.astype(np.int64)
+        for position in np.flatnonzero(self.words[found] != array):  # rare: stale IDF table
+            ids[position] = -1 - zlib.crc32(str(array[position]).encode("utf-8"))
+        return ids
+
+    def unit_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """Vectors of `ids`; zeros for unknown words."""
+        vectors = self.vectors[np.maximum(ids, 0)]
+        vectors[ids < 0] = 0.0
+        return vectors
+
+    def idf_of(self, ids: np.ndarray) -> np.ndarray:
+        values = self.idf[np.maximum(ids, 0)].astype(np.float32)
+        values[ids < 0] = 0.0
+        return values

@@ -1,0 +1,123 @@
+"""Matching histograms against a direct computation, word by word, as MatchZoo does it."""
+
+import numpy as np
+import pytest
+
+from jobrec_core.histograms import (
+    Vocabulary,
+    common_bigrams,
+    common_unigrams,
+    histogram_counts,
+    transform,
+)
+
+BINS = 30
+
+
+def reference_histogram(query_vectors, query_words, doc_vectors, doc_words, bins=BINS):
+    """One query term and one document term at a time."""
+    histogram = np.zeros((len(query_words), bins + 1), dtype=np.int64)
+    for i, (qv, qw) in enumerate(zip(query_vectors, query_words, strict=True)):
+        for dv, dw in zip(doc_vectors, doc_words, strict=True):
+            if qw == dw:
+                histogram[i, bins] += 1
+                continue
+            cosine = float(np.dot(qv.astype(np.float64), dv.astype(np.float64)))
+            histogram[i, min(int((cosine + 1.0) / 2.0 * bins), bins - 1)] += 1
+    return histogram
+
+
+@pytest.fixture(scope="module")
+def vocabulary():
+    rng = np.random.default_rng(3)
+    words = np.array([f"w{i:03d}" for i in range(200)])
+    vectors = rng.normal(size=(200, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[7] = 0.0  # a word without a word2vec vector
+    idf = rng.uniform(0.5, 9.0, size=200)
+    return Vocabulary(words, vectors, idf)
+
+
+def test_batched_histograms_equal_the_direct_computation(vocabulary):
+    rng = np.random.default_rng(11)
+    query_words = [f"w{i:03d}" for i in (3, 7, 42, 42, 150, 199)] + ["unseen"]
+    documents = [
+        [f"w{i:03d}" for i in rng.integers(0, 200, size=n)] + ["unseen"] * (n % 2)
+        for n in (1, 17, 60, 3, 120)
+    ]
+    query_ids = vocabulary.ids(query_words)
+    doc_ids = [vocabulary.ids(d) for d in documents]
+    counts = histogram_counts(
+        vocabulary.unit_vectors(query_ids),
+        query_ids,
+        vocabulary.unit_vectors(np.concatenate(doc_ids)),
+        np.concatenate(doc_ids),
+        np.array([len(d) for d in documents]),
+        BINS,
+    )
+    assert counts.shape == (len(documents), len(query_words), BINS + 1)
+    for k, words in enumerate(documents):
+        expected = reference_histogram(
+            vocabulary.unit_vectors(query_ids),
+            query_words,
+            vocabulary.unit_vectors(vocabulary.ids(words)),
+            words,
+        )
+        np.testing.assert_array_equal(counts[k], expected)
+        assert (counts[k].sum(axis=1) == len(words)).all()
+
+
+def test_exact_matches_get_their_own_bin_despite_float32_rounding(vocabulary):
+    ids = vocabulary.ids(["w010", "w011"])
+    vectors = vocabulary.unit_vectors(ids)
+    counts = histogram_counts(vectors[:1], ids[:1], vectors, ids, np.array([2]), BINS)
+    assert counts[0, 0, BINS] == 1
+    assert counts[0, 0, :BINS].sum() == 1
+
+
+def test_bin_positions():
+    query = np.array([[1.0, 0.0]])
+    docs = np.array([[-1.0, 0.0], [0.0, 1.0], [0.999, 0.0447]])
+    counts = histogram_counts(query, np.array([0]), docs, np.array([1, 2, 3]), np.array([3]), 30)
+    assert counts[0, 0, 0] == 1  # opposite
+    assert counts[0, 0, 15] == 1  # orthogonal: the middle
+    assert counts[0, 0, 29] == 1  # nearly identical, not the same word
+    assert counts[0, 0, 30] == 0
+
+
+def test_empty_documents_and_queries():
+    vectors = np.eye(3)
+    empty = histogram_counts(vectors, np.arange(3), np.zeros((0, 3)), np.zeros(0), np.array([0]), 4)
+    assert empty.shape == (1, 3, 5) and empty.sum() == 0
+    no_terms = histogram_counts(
+        np.zeros((0, 3)), np.zeros(0), vectors, np.arange(3), np.array([3]), 4
+    )
+    assert no_terms.shape == (1, 0, 5)
+
+
+def test_variants_are_derived_from_counts():
+    counts = np.array([[[0, 2, 1]], [[4, 0, 0]]])
+    lengths = np.array([3, 4])
+    np.testing.assert_allclose(transform(counts, lengths, "ch"), counts)
+    expected_nh = np.array([[[0, 2 / 3, 1 / 3]], [[1, 0, 0]]])
+    np.testing.assert_allclose(transform(counts, lengths, "nh"), expected_nh)
+    np.testing.assert_allclose(transform(counts, lengths, "lch"), np.log1p(counts), rtol=1e-6)
+
+
+def test_common_unigrams_and_bigrams():
+    query = np.array([1, 2, 3, 4])  # bigrams 12 23 34
+    document = np.array([9, 1, 2, 3, 2, 3, 7, 4])  # bigrams 91 12 23 32 23 37 74
+    assert common_unigrams(query, document) == 4
+    assert common_bigrams(query, document) == 2  # 12 and 23, counted once each
+    assert common_bigrams(np.array([5]), document) == 0
+
+
+def test_vocabulary_lookups(vocabulary):
+    ids = vocabulary.ids(["w002", "never-seen", "w000", "never-seen"])
+    assert ids[0] >= 0 and ids[2] >= 0
+    assert ids[1] < 0 and ids[1] == ids[3]  # consistent, so an unknown word matches itself
+    assert vocabulary.ids(["never-seen"])[0] == ids[1]
+    assert vocabulary.words[ids[0]] == "w002"
+    assert not vocabulary.unit_vectors(ids)[1].any()
+    assert vocabulary.idf_of(ids)[1] == 0.0
+    assert vocabulary.ids([]).size == 0
