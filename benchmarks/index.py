@@ -38,7 +38,12 @@ from jobrec_core.indexing import (
 )
 from jobrec_core.io import read_delta, table_path
 from jobrec_core.runtime import setup_logging
-from jobrec_core.search import connector_options, make_client, resolve_connection
+from jobrec_core.search import (
+    connector_options,
+    make_client,
+    resolve_connection,
+    wait_for_primaries,
+)
 from jobrec_core.spark import get_spark
 from jobrec_core.text import load_stopwords
 
@@ -130,7 +135,7 @@ def python_client_path(
     """parallel_bulk into a fresh index; (write seconds, documents counted, None)."""
     name = new_index_name("bench_py")
     client.indices.create(index=name, **index_definition(config, {"alias": "bench_py"}))
-    client.cluster.health(index=name, wait_for_status="yellow", timeout="60s")
+    wait_for_primaries(client, name)
     started = time.perf_counter()
     failed = 0
     for ok, _ in helpers.parallel_bulk(

@@ -63,6 +63,7 @@ class LocalEsConfig(_Section):
     workdir: str
     jars_dir: str
     start_timeout_s: float = Field(gt=0)
+    settings: dict[str, str]
 
 
 class ElasticsearchConfig(_Section):
@@ -200,7 +201,7 @@ class HistogramsConfig(_Section):
 
 
 class PairsConfig(_Section):
-    train: int = Field(ge=0)
+    train: int | Literal["all"]
     dev: int = Field(ge=0)
     test: int = Field(ge=0)
     map_dev: int = Field(ge=0)

@@ -102,6 +102,7 @@ class LocalElasticsearch:
             str(self.jars),
             str(self.workdir),
             str(port),
+            *[f"{key}={value}" for key, value in sorted(self.settings.settings.items())],
         ]
         log.info("starting Elasticsearch on 127.0.0.1:%d (data in %s)", port, self.workdir)
         with open(self.log_file, "ab") as out:

@@ -52,7 +52,13 @@ from jobrec_core.quality import (
     has_quarantined,
     write_quarantine,
 )
-from jobrec_core.search import ES_FORMAT, connector_options, make_client, resolve_connection
+from jobrec_core.search import (
+    ES_FORMAT,
+    connector_options,
+    make_client,
+    resolve_connection,
+    wait_for_primaries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -255,7 +261,7 @@ def build_index(
     _reject_index_named_like_alias(client, alias)
     client.indices.create(index=name, **index_definition(config, meta))
     _create_dead_letter_index(client, dead_letters)
-    client.cluster.health(index=name, wait_for_status="yellow", timeout="60s")
+    wait_for_primaries(client, name)
     log.info("building %s (alias %s)", name, alias)
     try:
         documents = _with_partitions(documents, settings.write_partitions)

@@ -108,6 +108,33 @@ def connector_options(connection: EsConnection) -> dict[str, str]:
     return options
 
 
+def wait_for_primaries(client: Elasticsearch, index: str, timeout_s: float = 60.0) -> None:
+    """Block until `index` can take writes (its primary shards are active), or raise with the
+    cluster's own explanation. A write into an index whose primary is not assigned waits on
+    the server and ends as a socket timeout, which the connector reports as "all nodes
+    failed"; this turns it into the real reason (often a disk watermark)."""
+    health = client.options(ignore_status=408).cluster.health(
+        index=index, wait_for_status="yellow", timeout=f"{int(timeout_s)}s"
+    )
+    if health["status"] in ("yellow", "green"):
+        return
+    try:
+        explanation = client.cluster.allocation_explain(index=index, shard=0, primary=True)
+        reasons = [
+            decider["explanation"]
+            for node in explanation.get("node_allocation_decisions", [])
+            for decider in node.get("deciders", [])
+            if decider.get("decision") == "NO"
+        ]
+        detail = "; ".join(reasons) or str(explanation.get("allocate_explanation", ""))
+    except Exception as error:  # the explanation is a courtesy, not the failure
+        detail = f"no allocation explanation ({error})"
+    raise EsConnectionError(
+        f"the primary shard of {index} is not assigned after {timeout_s:.0f}s "
+        f"(status {health['status']}): {detail}"
+    )
+
+
 def _secret(config: JobrecConfig, key: str, env_var: str) -> str:
     """An environment variable, else the key in the configured Databricks secret scope."""
     value = os.environ.get(env_var, "")

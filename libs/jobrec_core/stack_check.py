@@ -21,7 +21,13 @@ from pyspark.sql import SparkSession
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.retrieval import multi_match_query
-from jobrec_core.search import ES_FORMAT, connector_options, make_client, resolve_connection
+from jobrec_core.search import (
+    ES_FORMAT,
+    connector_options,
+    make_client,
+    resolve_connection,
+    wait_for_primaries,
+)
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +113,7 @@ def check_elasticsearch(ctx: StackContext) -> str:
             }
         },
     )
-    # The primary must be active before the connector's bulk: on a loaded machine a bulk into
-    # a shard still starting waits server-side, and can outlast the connector's timeout.
-    client.cluster.health(index=CHECK_INDEX, wait_for_status="yellow", timeout="60s")
+    wait_for_primaries(client, CHECK_INDEX)
     jobs = ctx.spark.createDataFrame(
         [
             (1, "python developer", "engineering", ["python", "flask", "mongodb"]),

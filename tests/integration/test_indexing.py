@@ -23,7 +23,13 @@ from jobrec_core.indexing import (
 from jobrec_core.io import read_delta, table_path
 from jobrec_core.quality import DataQualityError
 from jobrec_core.retrieval import multi_match_query
-from jobrec_core.search import connector_options, make_client, resolve_connection
+from jobrec_core.search import (
+    EsConnectionError,
+    connector_options,
+    make_client,
+    resolve_connection,
+    wait_for_primaries,
+)
 from tests.conftest import REPO, state_overrides
 
 pytestmark = pytest.mark.integration
@@ -352,3 +358,15 @@ def test_a_node_restart_during_the_write_is_retried_within_the_run(
     assert result.attempts >= 2
     assert result.indexed == 60_000
     assert client.count(index="jobs")["count"] == 60_000
+
+
+def test_an_index_that_cannot_be_allocated_fails_with_the_clusters_reason(client):
+    client.indices.create(
+        index="unplaceable",
+        settings={"number_of_replicas": 0, "index.routing.allocation.require._name": "nowhere"},
+    )
+    try:
+        with pytest.raises(EsConnectionError, match=r"not assigned after 2s.*nowhere"):
+            wait_for_primaries(client, "unplaceable", timeout_s=2)
+    finally:
+        client.indices.delete(index="unplaceable")
