@@ -84,3 +84,19 @@ def tiny_embeddings(spark, tiny):
     from jobrec_core.embeddings import build_embeddings
 
     return build_embeddings(spark, tiny[0])
+
+
+@pytest.fixture(scope="session")
+def tiny_cleaned(spark, tiny, tiny_embeddings):
+    """Stage 1's cleaned candidates (silver) of the tiny preset: the funnel."""
+    from jobrec_core.cleaning import run_cleaning
+
+    return run_cleaning(spark, tiny[0])
+
+
+@pytest.fixture(scope="session")
+def tiny_indexed(spark, tiny, tiny_embeddings, es_node):
+    """Stage 2: the tiny preset's jobs behind the `jobs` alias of the session's node."""
+    from jobrec_core.indexing import run_indexing
+
+    return run_indexing(spark, tiny[0])

@@ -106,10 +106,9 @@ def client(es_node, config):
 
 
 @pytest.fixture(scope="module")
-def indexed(spark, tiny, tiny_embeddings, es_node):
+def indexed(tiny, tiny_indexed):
     """The tiny preset's jobs indexed once by the stage itself."""
-    config = tiny[0]
-    return config, run_indexing(spark, config)
+    return tiny[0], tiny_indexed
 
 
 def test_every_job_is_indexed_once_under_the_alias(spark, indexed, client):
