@@ -134,6 +134,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
     from jobrec_core.generate import generate_dataset
     from jobrec_core.indexing import run_indexing
     from jobrec_core.ingest import ingest_raw
+    from jobrec_core.pairs import run_build_pairs
     from jobrec_core.spark import get_spark
     from jobrec_core.stack_check import StackContext, format_report, run_checks
 
@@ -162,6 +163,8 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         print(run_cleaning(spark, config).format())
         print()
         print(run_indexing(spark, config).format())
+        print()
+        print(run_build_pairs(spark, config).format())
         return 0
     finally:
         if node is not None and not keep_es:

@@ -198,9 +198,11 @@ class HistogramsConfig(_Section):
     variant: Literal["ch", "nh", "lch"]
     doc_fields: list[str]
     doc_max_terms: int = Field(gt=0)
+    map_queries_per_batch: int = Field(gt=0)
 
 
 class PairsConfig(_Section):
+    candidates_limit: int | None = Field(gt=0)
     train: int | Literal["all"]
     dev: int = Field(ge=0)
     test: int = Field(ge=0)

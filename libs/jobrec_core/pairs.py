@@ -539,6 +539,10 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         write_delta(queries_frame, queries_path)
     queries = read_delta(spark, queries_path)
     searchable = queries.where(F.size("query_terms") > 0)
+    if config.pairs.candidates_limit is not None:
+        searchable = searchable.orderBy(
+            _seeded_hash(seed, "sample", "candidate_id"), "candidate_id"
+        ).limit(config.pairs.candidates_limit)
 
     retrieval_path = table_path(config, "silver", "retrieval")
     partitions = spark.sparkContext.defaultParallelism
@@ -594,7 +598,12 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         config.pairs.map_negatives,
     ).join(documents, "job_id")
     map_path = table_path(config, "gold", "pairs/map_sets")
-    with _step("MAP sets with features (gold/pairs/map_sets)"):
+    # A MAP row carries 100 documents of up to 500 terms: small Arrow batches keep the
+    # workers' memory flat (Spark's default of 10,000 rows per batch would hold ~1M documents).
+    with (
+        _step("MAP sets with features (gold/pairs/map_sets)"),
+        _arrow_batch(spark, config.histograms.map_queries_per_batch),
+    ):
         write_delta(
             map_features(map_docs, vectors_file, words_and_idf, bins),
             map_path,
@@ -639,6 +648,17 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         },
     )
     return funnel
+
+
+@contextmanager
+def _arrow_batch(spark: SparkSession, rows: int) -> Iterator[None]:
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    previous = str(spark.conf.get(key, "10000"))
+    spark.conf.set(key, str(rows))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, previous)
 
 
 @contextmanager
