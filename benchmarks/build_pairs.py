@@ -51,7 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     entry = current(config, "pairs")
     funnel = measured.output[measured.output.index("Pairs funnel") :]
     candidates = int(re.search(r"cleaned candidates\s+([\d,]+)", funnel)[1].replace(",", ""))  # type: ignore[index]
-    searched = candidates - int(re.search(r"empty query\s+([\d,]+)", funnel)[1].replace(",", ""))  # type: ignore[index]
+    searched = sum(
+        int(m[1].replace(",", ""))
+        for m in re.finditer(
+            r"(?:searches failed \(quarantined\)|positive not in top 100 \(dropped\)|"
+            r"no negative \(dropped\)|kept)\s+([\d,]+)",
+            funnel,
+        )
+    )  # candidates searched (pairs.candidates_limit may sample them)
     triples = sum(entry["splits"].get(s, 0) for s in ("train", "dev", "test"))
     map_rows = sum(entry["map_rows"].values())
     retrieval = next(v for k, v in steps.items() if k.startswith("retrieval"))
