@@ -1,5 +1,6 @@
 """Every component of the stack, exercised for real (the checks `jobrec demo` reports)."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -63,7 +64,15 @@ def test_report_lists_failures_without_raising(ctx, monkeypatch):
 def test_spark_submit_runs_a_job(state_root):
     """`spark-submit jobs/<stage>.py`, as data engineers run the jobs: the environment's
     spark-defaults.conf (written by setup) puts Delta and the connector on the driver."""
-    spark_submit = Path(sys.executable).parent / "spark-submit"
+    venv_bin = Path(sys.executable).parent
+    spark_submit = venv_bin / "spark-submit"
+    # A shell with the environment activated, not this process's settings: the session
+    # factory exports PYSPARK_PYTHON, which would let spark-submit find Spark by accident.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYSPARK_", "SPARK_HOME"))}
+    env |= {
+        "PATH": f"{venv_bin}{os.pathsep}{env.get('PATH', '')}",
+        "VIRTUAL_ENV": str(venv_bin.parent),
+    }
     result = subprocess.run(
         [
             str(spark_submit),
@@ -77,6 +86,7 @@ def test_spark_submit_runs_a_job(state_root):
         text=True,
         timeout=600,
         check=False,
+        env=env,
     )
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     assert "1/1 components OK" in result.stdout
