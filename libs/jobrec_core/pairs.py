@@ -388,29 +388,23 @@ def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFr
         1,
         negatives,
     )
-    labelled = F.concat(
-        F.transform(
-            top,
-            lambda h, i: F.struct(
-                h["job_id"].alias("job_id"),
-                F.lit(1).alias("label"),
-                h["score"].alias("bm25"),
-                (i + 1).alias("bm25_rank"),
-            ),
-        ),
-        F.transform(
-            rest,
-            lambda h, i: F.struct(
-                h["job_id"].alias("job_id"),
-                F.lit(0).alias("label"),
-                h["score"].alias("bm25"),
-                (i + 1).alias("bm25_rank"),
-            ),
-        ),
-    )
+    labelled = F.concat(_labelled(top, 1), _labelled(rest, 0))
     return selected.select(
         "candidate_id", "split", "query_terms", F.explode(labelled).alias("d")
     ).select("candidate_id", "split", "query_terms", "d.*")
+
+
+def _labelled(hits: Column, label: int) -> Column:
+    """Hits -> (job_id, label, bm25, bm25_rank) structs, ranks from 1 in the hits' order."""
+    return F.transform(
+        hits,
+        lambda h, i: F.struct(
+            h["job_id"].alias("job_id"),
+            F.lit(label).alias("label"),
+            h["score"].alias("bm25"),
+            (i + 1).alias("bm25_rank"),
+        ),
+    )
 
 
 def map_features(
