@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -485,7 +485,6 @@ class PairsFunnel:
     index: str
     embeddings: str
     config_hash: str
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def format(self) -> str:
         lines = [
