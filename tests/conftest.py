@@ -100,3 +100,11 @@ def tiny_indexed(spark, tiny, tiny_embeddings, es_node):
     from jobrec_core.indexing import run_indexing
 
     return run_indexing(spark, tiny[0])
+
+
+@pytest.fixture(scope="session")
+def tiny_pairs(spark, tiny, tiny_cleaned, tiny_indexed):
+    """Stage 3: the tiny preset's triples and MAP sets (the funnel)."""
+    from jobrec_core.pairs import run_build_pairs
+
+    return run_build_pairs(spark, tiny[0])

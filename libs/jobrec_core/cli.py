@@ -135,8 +135,10 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
     from jobrec_core.indexing import run_indexing
     from jobrec_core.ingest import ingest_raw
     from jobrec_core.pairs import run_build_pairs
+    from jobrec_core.registry import promote
     from jobrec_core.spark import get_spark
     from jobrec_core.stack_check import StackContext, format_report, run_checks
+    from jobrec_core.training_run import held_out_files, run_training
 
     local = config.elasticsearch.local
     node = LocalElasticsearch(local) if local.enabled else None
@@ -165,6 +167,12 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         print(run_indexing(spark, config).format())
         print()
         print(run_build_pairs(spark, config).format())
+        print()
+        trained = run_training(spark, config)
+        print(trained.format())
+        print()
+        triples, map_sets = held_out_files(spark, config)
+        print(promote(config, str(trained.version), triples, map_sets).format())
         return 0
     finally:
         if node is not None and not keep_es:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 ENV_CONF_DIR = "JOBREC_CONF_DIR"
 BASE_FILE = "base.yaml"
@@ -212,12 +212,37 @@ class PairsConfig(_Section):
     map_negatives: int = Field(gt=0)
 
 
+ExtraFeature = Literal["unigrams", "bigrams", "bm25"]
+
+
+class ModelVersionConfig(_Section):
+    """One of the seed's named DRMM configurations (§8.2)."""
+
+    extras: list[ExtraFeature] = []
+    extras_keep: float = Field(default=1.0, gt=0, le=1)
+    two_phase: bool = False
+    phase2_keep: dict[ExtraFeature, float] = {}
+
+
 class ModelConfig(_Section):
-    version: Literal["v1", "v2", "v3", "v4"]
+    version: str
     mlp_layers: int = Field(ge=1)
     mlp_width: int = Field(ge=1)
     gating: Literal["idf", "embedding"]
-    max_query_terms: int = Field(gt=0)
+    versions: dict[str, ModelVersionConfig]
+
+    @model_validator(mode="after")
+    def _known_version(self) -> ModelConfig:
+        if self.version not in self.versions:
+            raise ValueError(
+                f"model.version {self.version!r} is not one of model.versions "
+                f"({', '.join(sorted(self.versions))})"
+            )
+        return self
+
+    @property
+    def selected(self) -> ModelVersionConfig:
+        return self.versions[self.version]
 
 
 class TrainingConfig(_Section):
@@ -227,9 +252,17 @@ class TrainingConfig(_Section):
     learning_rate: float = Field(gt=0)
     batch_size: int = Field(gt=0)
     hinge_margin: float = Field(gt=0)
+    launcher: Literal["distributor", "torchrun", "single"]
     num_processes: int = Field(gt=0)
     use_gpu: bool
+    shuffle_buffer_rows: int = Field(gt=0)
+    eval_batch_size: int = Field(gt=0)
     learning_curve_sizes: list[int]
+
+
+class PromotionConfig(_Section):
+    min_accuracy: float = Field(ge=0, le=1)
+    min_map: float = Field(ge=0, le=1)
 
 
 class EvaluationConfig(_Section):
@@ -260,6 +293,7 @@ class JobrecConfig(_Section):
     pairs: PairsConfig
     model: ModelConfig
     training: TrainingConfig
+    promotion: PromotionConfig
     evaluation: EvaluationConfig
     quality: QualityConfig
 

@@ -11,6 +11,15 @@ from collections.abc import Sequence
 from jobrec_core.config import JobrecConfig, load_config
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+NOISY_LOGGERS = (
+    "py4j",
+    "elastic_transport",
+    "urllib3",
+    "alembic",
+    "mlflow.store.db",
+    "gensim",
+    "petastorm",  # logs every reader's schema inference at INFO
+)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -48,8 +57,15 @@ def start_job(
 def setup_logging(level: int = logging.INFO) -> None:
     """Progress goes to stderr; results a job prints go to stdout."""
     logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)
-    for noisy in ("py4j", "elastic_transport", "urllib3", "alembic", "mlflow.store.db", "gensim"):
+    for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
-    # petastorm 0.13 uses pyarrow's legacy dataset API, the only one its pinned pyarrow 14
-    # supports (STACK.md); the deprecation warnings on every read say nothing actionable.
-    warnings.filterwarnings("ignore", category=FutureWarning, module=r"petastorm(\.|$)")
+    quiet_petastorm()
+
+
+def quiet_petastorm() -> None:
+    """petastorm 0.13 uses pyarrow's legacy dataset API, the only one its pinned pyarrow 14
+    supports (STACK.md), and leaves a file handle to the garbage collector; the warnings on
+    every read say nothing actionable. Called again before each read, because torch's lazy
+    imports put a catch-all "once" filter in front of earlier ones."""
+    for category in (FutureWarning, ResourceWarning):
+        warnings.filterwarnings("ignore", category=category, module=r"petastorm(\.|$)")

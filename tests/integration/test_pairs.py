@@ -26,9 +26,8 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-def built(spark, tiny, tiny_cleaned, tiny_indexed):
-    config = tiny[0]
-    return config, run_build_pairs(spark, config)
+def built(tiny, tiny_pairs):
+    return tiny[0], tiny_pairs
 
 
 def tables(spark, config):

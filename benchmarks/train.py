@@ -1,0 +1,212 @@
+"""DRMM training speed (1 vs N processes) and the memory of streaming a large triple set.
+
+    .venv/bin/python benchmarks/train.py throughput --preset demo --processes 1 2
+    .venv/bin/python benchmarks/train.py stream --triples 10000000 --dir /tmp/jobrec-triples
+
+`throughput` trains on the preset's stored triples (run the demo first) with plain torchrun,
+once per process count, side by side in one run, and reports training triples/s over the
+training passes alone (dev evaluation excluded). The baseline is one process.
+
+`stream` writes a synthetic triple set of the stored schema (`gold/pairs/triples`: ragged
+IDF lists and int16 histograms; query lengths 5-40 terms, histograms sampled from a pool of
+realistic count rows) in 128 MB row groups, then streams all of it through the training
+reader (Petastorm, shuffle buffer, decoding, padding) in a child process, sampling that
+process's RSS. The baseline is the size of the data set itself: what materialising it would
+need. Target: under 4 GB peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+from _resources import run_measured  # benchmarks/ is on sys.path when run as a script
+
+REPO = Path(__file__).resolve().parents[1]
+GIB = 1024**3
+BINS = 30
+
+
+def throughput(args: argparse.Namespace) -> int:
+    from jobrec_core.config import load_config
+    from jobrec_core.model import DrmmSpec
+    from jobrec_core.spark import get_spark
+    from jobrec_core.training import torchrun_command
+    from jobrec_core.training_run import make_plan, training_inputs
+
+    config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
+    config = config.model_copy(
+        update={
+            "training": config.training.model_copy(
+                update={"max_epochs": args.epochs, "early_stop_delta": 0.0}
+            )
+        }
+    )
+    spark = get_spark(config)
+    inputs = training_inputs(spark, config)
+    spark.stop()
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    rows = []
+    for processes in args.processes:
+        directory = Path(args.dir) / f"throughput-{processes}"
+        shutil.rmtree(directory, ignore_errors=True)
+        directory.mkdir(parents=True)
+        plan = make_plan(config, spec, inputs, str(directory))
+        (directory / "plan.json").write_text(json.dumps(asdict(plan)))
+        measured = run_measured(torchrun_command(directory / "plan.json", processes))
+        if measured.returncode != 0:
+            print(measured.output[-3000:])
+            return 1
+        history = json.loads((directory / "result.json").read_text())["history"]
+        train_s = sum(r["train_seconds"] for r in history)
+        triples = sum(r["triples"] for r in history)
+        rows.append((processes, triples, train_s, measured.seconds, measured.peak_rss_bytes))
+    base = rows[0][1] / rows[0][2]
+    print(f"\nDRMM training on {args.preset} ({rows[0][1] // args.epochs:,} triples/epoch, "
+          f"{args.epochs} epochs, batch {config.training.batch_size}/process, CPU)")  # fmt: skip
+    print(
+        f"{'processes':>9}{'triples/s':>11}{'vs 1':>7}{'train s':>9}{'wall s':>8}{'peak GiB':>10}"
+    )
+    for processes, triples, train_s, wall, peak in rows:
+        rate = triples / train_s
+        print(f"{processes:>9}{rate:>11,.0f}{rate / base:>6.2f}x{train_s:>9.1f}{wall:>8.1f}"
+              f"{peak / GIB:>10.2f}")  # fmt: skip
+    return 0
+
+
+def write_synthetic(directory: Path, triples: int, seed: int) -> int:
+    """The stored triple schema with synthetic values; returns bytes written."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(seed)
+    width = BINS + 1
+    # A pool of histogram rows: ~200 document terms spread around the middle bins, a few
+    # exact matches. Rows are sampled from it, so writing costs memory copies, not draws.
+    profile = np.exp(-0.5 * ((np.arange(width) - 16) / 2.5) ** 2)
+    profile = profile / profile.sum() * 200
+    pool = rng.poisson(profile, size=(100_000, width)).astype(np.int16)
+    pool[:, BINS] = rng.poisson(0.3, size=len(pool))
+    directory.mkdir(parents=True, exist_ok=True)
+    chunk = 200_000
+    writer = None
+    for start in range(0, triples, chunk):
+        n = min(chunk, triples - start)
+        terms = rng.integers(5, 41, size=n)
+        offsets = np.r_[0, np.cumsum(terms)].astype(np.int32)
+        columns = {
+            "candidate_id": pa.array(np.arange(start, start + n, dtype=np.int64)),
+            "split": pa.array(["train"] * n),
+            "query_idf": pa.ListArray.from_arrays(
+                pa.array(offsets), pa.array(rng.random(offsets[-1], dtype=np.float32) * 8)
+            ),
+        }
+        for side in ("pos", "neg"):
+            rows = pool[rng.integers(0, len(pool), size=offsets[-1])].ravel()
+            columns |= {
+                f"{side}_job_id": pa.array(rng.integers(0, 466_101, size=n, dtype=np.int32)),
+                f"{side}_bm25": pa.array(rng.random(n, dtype=np.float32) * 60),
+                f"{side}_doc_len": pa.array(np.full(n, 200, dtype=np.int32)),
+                f"{side}_hist": pa.ListArray.from_arrays(pa.array(offsets * width), pa.array(rows)),
+                f"{side}_unigrams": pa.array(rng.integers(0, 30, size=n, dtype=np.int32)),
+                f"{side}_bigrams": pa.array(rng.integers(0, 10, size=n, dtype=np.int32)),
+            }
+        table = pa.table(columns)
+        if writer is None:
+            writer = pq.ParquetWriter(directory / "part-00000.parquet", table.schema)
+        writer.write_table(table, row_group_size=chunk // 4)
+        if start // chunk % 10 == 0:
+            print(f"  written {start + n:,} / {triples:,} triples", flush=True)
+    assert writer is not None
+    writer.close()
+    return sum(f.stat().st_size for f in directory.glob("*.parquet"))
+
+
+def stream_child(directory: str, batch_size: int) -> int:
+    """Stream every triple through the training reader; print the count and the decoded
+    in-memory size of what went through."""
+    from jobrec_core.batches import ReaderSettings, TripleStream, loader
+    from jobrec_core.model import DrmmSpec
+
+    spec = DrmmSpec(
+        bins=BINS, histogram="lch", mlp_layers=10, mlp_width=10, gating="idf", gate_dim=1
+    )
+    files = tuple(f"file://{p}" for p in sorted(Path(directory).glob("*.parquet")))
+    settings = ReaderSettings(files, batch_size, shuffle=True, seed=1)
+    started = time.perf_counter()
+    rows = 0
+    decoded_bytes = 0
+    for batch in loader(TripleStream(settings, spec)):
+        rows += len(batch)
+        decoded_bytes += sum(t.numel() * t.element_size() for t in batch.positive.tensors())
+        decoded_bytes += batch.negative.hist.numel() * batch.negative.hist.element_size()
+        if rows % 1_000_000 < batch_size:
+            print(
+                f"  streamed {rows:,} triples ({time.perf_counter() - started:.0f} s)", flush=True
+            )
+    print(
+        json.dumps(
+            {"rows": rows, "decoded_bytes": decoded_bytes, "seconds": time.perf_counter() - started}
+        )
+    )
+    return 0
+
+
+def stream(args: argparse.Namespace) -> int:
+    directory = Path(args.dir) / "synthetic-triples"
+    if args.regenerate or not list(directory.glob("*.parquet")):
+        shutil.rmtree(directory, ignore_errors=True)
+        started = time.perf_counter()
+        print(f"writing {args.triples:,} synthetic triples to {directory}")
+        size = write_synthetic(directory, args.triples, seed=7)
+        print(f"  {size / GIB:.2f} GiB of Parquet in {time.perf_counter() - started:.0f} s")
+    size = sum(f.stat().st_size for f in directory.glob("*.parquet"))
+    command = [sys.executable, __file__, "_stream_child", str(directory), str(args.batch_size)]
+    measured = run_measured(command, interval_s=0.25)
+    if measured.returncode != 0:
+        print(measured.output[-3000:])
+        return 1
+    result = json.loads(measured.output.strip().splitlines()[-1])
+    print(f"\nstreaming {result['rows']:,} triples through the training reader "
+          f"(batch {args.batch_size}, shuffle buffer 20,000 rows)")  # fmt: skip
+    print(f"{'':<34}{'GiB':>8}")
+    print(f"{'Parquet on disk':<34}{size / GIB:>8.2f}")
+    print(f"{'decoded, if materialised (baseline)':<34}{result['decoded_bytes'] / GIB:>8.2f}")
+    print(f"{'peak RSS while streaming':<34}{measured.peak_rss_bytes / GIB:>8.2f}")
+    print(
+        f"{result['rows'] / result['seconds']:,.0f} triples/s decoded ({result['seconds']:.0f} s)"
+    )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments[:1] == ["_stream_child"]:
+        return stream_child(arguments[1], int(arguments[2]))
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
+    )
+    parts = parser.add_subparsers(dest="part", required=True)
+    speed = parts.add_parser("throughput")
+    speed.add_argument("--preset", default="demo")
+    speed.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    speed.add_argument("--epochs", type=int, default=2)
+    speed.add_argument("--dir", default="/tmp/jobrec-bench/train")
+    speed.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    memory = parts.add_parser("stream")
+    memory.add_argument("--triples", type=int, default=10_000_000)
+    memory.add_argument("--batch-size", type=int, default=256)
+    memory.add_argument("--dir", default="/tmp/jobrec-bench/train")
+    memory.add_argument("--regenerate", action="store_true")
+    args = parser.parse_args(arguments)
+    return throughput(args) if args.part == "throughput" else stream(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,320 @@
+"""Stage 4 on the driver: inputs from the manifest, one MLflow run, a launcher, the registry.
+
+`jobs/train_drmm.py` calls :func:`run_training`. It
+
+1. resolves the exact inputs: the current Delta snapshot files of `gold/pairs/triples` and
+   `gold/pairs/map_sets` per split, and the embeddings/index/pairs versions of the manifest;
+2. derives a training key from everything that changes the result (model and training
+   settings, the pairs' config hash and table version, the seed). Checkpoints live under it,
+   so rerunning a killed job resumes it, in the same MLflow run;
+3. launches `training.train_worker` with the configured launcher: Spark's `TorchDistributor`
+   (`distributor`), a plain `torchrun` subprocess (`torchrun`), or this process (`single`);
+4. logs the learning curve and the model (pyfunc with signature and input example), registers
+   it, and records it in the manifest as `model` for `jobs/promote_model.py`.
+
+A failure anywhere ends the MLflow run as FAILED and registers nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from jobrec_core import manifest
+from jobrec_core.batches import snapshot_files
+from jobrec_core.config import JobrecConfig
+from jobrec_core.io import delta_version, local_path, read_delta
+from jobrec_core.model import DrmmSpec
+from jobrec_core.training import (
+    EpochRecord,
+    TrainPlan,
+    TrainResult,
+    load_model,
+    result_file,
+    torchrun_command,
+    train_worker,
+)
+
+log = logging.getLogger(__name__)
+
+RUN_ID_FILE = "mlflow_run_id"
+COMPLETE_FILE = "COMPLETE"
+
+
+@dataclass(frozen=True)
+class TrainingInputs:
+    triples: str
+    map_sets: str
+    files: dict[str, list[str]]  # split -> Parquet file URLs of the current snapshot
+    versions: dict[str, str]  # what the model was trained on, as MLflow tags
+
+    def split_sizes(self) -> dict[str, int]:
+        return {split: len(files) for split, files in self.files.items()}
+
+
+@dataclass(frozen=True)
+class TrainingOutcome:
+    run_id: str
+    model_name: str
+    version: str | None
+    result: TrainResult
+    checkpoint_dir: str
+
+    def format(self) -> str:
+        lines = [
+            f"{'phase':>5}{'epoch':>6}{'loss':>9}{'train acc':>11}{'dev acc':>9}{'dev MAP':>9}"
+        ]
+        lines += [
+            f"{r.phase:>5}{r.epoch:>6}{r.train_loss:>9.4f}{r.train_accuracy:>11.4f}"
+            f"{r.dev_accuracy:>9.4f}{r.dev_map:>9.4f}"
+            for r in self.result.history
+        ]
+        for phase, reason in sorted(self.result.stop_reasons.items()):
+            lines.append(f"phase {phase} stopped: {reason}")
+        if self.result.resumed_from:
+            lines.append(f"resumed from {self.result.resumed_from}")
+        lines.append(
+            f"MLflow run {self.run_id}; registered {self.model_name} version {self.version}"
+        )
+        return "\n".join(lines)
+
+
+def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs:
+    pairs = manifest.current(config, "pairs")
+    triples, map_sets = str(pairs["triples"]), str(pairs["map_sets"])
+    files = {split: snapshot_files(spark, triples, split) for split in ("train", "dev", "test")} | {
+        split: snapshot_files(spark, map_sets, split) for split in ("map_dev", "map_test")
+    }
+    if not files["train"]:
+        raise RuntimeError(
+            f"{triples} has no training triples: run jobs/build_pairs.py first "
+            f"(or check pairs.train in conf/)"
+        )
+    versions = {
+        "embeddings_version": str(pairs["embeddings"]),
+        "index": str(pairs["index"]),
+        "pairs_config_hash": str(pairs["config_hash"]),
+        "triples_table_version": str(delta_version(spark, triples)),
+        "map_sets_table_version": str(delta_version(spark, map_sets)),
+        "dataset": config.data.preset,
+    }
+    return TrainingInputs(triples, map_sets, files, versions)
+
+
+def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -> str:
+    """What changes the trained weights; not how many processes or which launcher."""
+    settings = config.training.model_dump(
+        include={
+            "max_epochs",
+            "early_stop_delta",
+            "optimizer",
+            "learning_rate",
+            "batch_size",
+            "hinge_margin",
+            "shuffle_buffer_rows",
+        }
+    )
+    material = json.dumps(
+        {
+            "spec": spec.to_dict(),
+            "training": settings,
+            "data": inputs.versions,
+            "seed": config.run.seed,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:12]
+
+
+def make_plan(
+    config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs, checkpoint_dir: str
+) -> TrainPlan:
+    training = config.training
+    return TrainPlan(
+        spec=spec.to_dict(),
+        train_files=inputs.files["train"],
+        dev_files=inputs.files["dev"],
+        map_dev_files=inputs.files["map_dev"],
+        checkpoint_dir=checkpoint_dir,
+        seed=config.run.seed,
+        max_epochs=training.max_epochs,
+        early_stop_delta=training.early_stop_delta,
+        optimizer=training.optimizer,
+        learning_rate=training.learning_rate,
+        batch_size=training.batch_size,
+        hinge_margin=training.hinge_margin,
+        shuffle_buffer_rows=training.shuffle_buffer_rows,
+        eval_batch_size=training.eval_batch_size,
+        k=config.evaluation.k,
+        use_gpu=training.use_gpu,
+    )
+
+
+def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainResult:
+    """Run `train_worker` under the configured launcher; returns rank 0's result."""
+    training = config.training
+    if training.launcher == "single":
+        return TrainResult.from_dict(train_worker(plan))
+    if training.launcher == "torchrun":
+        return _torchrun(plan, training.num_processes)
+    from pyspark.ml.torch.distributor import TorchDistributor
+
+    local_mode = (spark.sparkContext.master or "").startswith("local")
+    distributor = TorchDistributor(
+        num_processes=training.num_processes, local_mode=local_mode, use_gpu=training.use_gpu
+    )
+    log.info(
+        "TorchDistributor: %d processes (%s, %s)",
+        training.num_processes,
+        "GPU" if training.use_gpu else "CPU",
+        "on the driver" if local_mode else "on the executors",
+    )
+    output = distributor.run(train_worker, asdict(plan))
+    if output is None:
+        raise RuntimeError("TorchDistributor returned no result from rank 0")
+    return TrainResult.from_dict(output)
+
+
+def _torchrun(plan: TrainPlan, processes: int) -> TrainResult:
+    directory = Path(plan.checkpoint_dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    plan_path = directory / "plan.json"
+    plan_path.write_text(json.dumps(asdict(plan), indent=2), encoding="utf-8")
+    result_file(plan_path).unlink(missing_ok=True)
+    command = torchrun_command(plan_path, processes)
+    log.info("torchrun: %s", " ".join(command))
+    subprocess.run(command, check=True, env=os.environ.copy())
+    return TrainResult.from_dict(json.loads(result_file(plan_path).read_text(encoding="utf-8")))
+
+
+def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False) -> TrainingOutcome:
+    """See the module docstring."""
+    import mlflow
+
+    from jobrec_core.registry import input_example, log_drmm
+    from jobrec_core.tracking import configure_mlflow
+
+    if config.model.gating != "idf":
+        raise ValueError(
+            "model.gating: embedding is supported by the network (DrmmSpec.gate_dim) but the "
+            "stored pairs carry no query word vectors yet; use gating: idf"
+        )
+    inputs = training_inputs(spark, config)
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    key = training_key(config, spec, inputs)
+    checkpoint_dir = Path(
+        local_path(
+            config.path(
+                f"{config.data.preset}/models/checkpoints/drmm-{config.model.version}-{key}"
+            )
+        )
+    )
+    if fresh or (checkpoint_dir / COMPLETE_FILE).exists():
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    configure_mlflow(config)
+    run_id_file = checkpoint_dir / RUN_ID_FILE
+    resume_run = run_id_file.read_text().strip() if run_id_file.exists() else None
+    log.info(
+        "train_drmm %s: %s, checkpoints in %s",
+        config.model.version,
+        inputs.split_sizes(),
+        checkpoint_dir,
+    )
+    with mlflow.start_run(
+        run_id=resume_run, run_name=None if resume_run else f"train_drmm {config.model.version}"
+    ) as run:
+        run_id_file.write_text(run.info.run_id)
+        if resume_run is None:
+            mlflow.set_tags(
+                {
+                    "stage": "train_drmm",
+                    "model_version_config": config.model.version,
+                    "training_key": key,
+                    **inputs.versions,
+                }
+            )
+            mlflow.log_params(_flat("model", config.model.model_dump(exclude={"versions"})))
+            mlflow.log_params(_flat("spec", spec.to_dict()))
+            mlflow.log_params(_flat("training", config.training.model_dump()))
+            mlflow.log_dict(manifest.read_manifest(config), "manifest.json")
+        plan = make_plan(config, spec, inputs, str(checkpoint_dir))
+        plan = TrainPlan(
+            **{**asdict(plan), "tracking_uri": mlflow.get_tracking_uri(), "run_id": run.info.run_id}
+        )
+        result = launch(spark, config, plan)
+        mlflow.log_figure(learning_curve(result.history), "learning_curve.png")
+        mlflow.log_dict(result.to_dict(), "training_result.json")
+        model = load_model(result.model_file)
+        example = input_example(
+            read_delta(spark, inputs.map_sets).where("split = 'map_dev'").limit(2).toPandas(), model
+        )
+        version = log_drmm(model, Path(result.model_file), example, config.mlflow.model_name)
+        (checkpoint_dir / COMPLETE_FILE).write_text(run.info.run_id)
+    manifest.record(
+        config,
+        "model",
+        {
+            "name": config.mlflow.model_name,
+            "version": version,
+            "run_id": run.info.run_id,
+            "training_key": key,
+            **inputs.versions,
+        },
+    )
+    return TrainingOutcome(
+        run.info.run_id, config.mlflow.model_name, version, result, str(checkpoint_dir)
+    )
+
+
+def learning_curve(history: list[EpochRecord]) -> Any:
+    """Train accuracy, dev accuracy and dev MAP per epoch (phases one after the other)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(7, 4))
+    steps = list(range(1, len(history) + 1))
+    for key, label in (
+        ("train_accuracy", "train accuracy"),
+        ("dev_accuracy", "dev accuracy"),
+        ("dev_map", "dev MAP"),
+    ):
+        axis.plot(steps, [getattr(r, key) for r in history], marker="o", label=label)
+    for position, (before, after) in enumerate(pairwise(history), start=1):
+        if after.phase != before.phase:
+            axis.axvline(position + 0.5, color="grey", linestyle="--", linewidth=1)
+    axis.set_xlabel("epoch")
+    axis.set_ylim(0, 1)
+    axis.grid(alpha=0.3)
+    axis.legend(loc="lower right")
+    axis.set_title("DRMM learning curve")
+    figure.tight_layout()
+    plt.close(figure)
+    return figure
+
+
+def _flat(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        f"{prefix}.{k}": json.dumps(v) if isinstance(v, (list, dict, tuple)) else v
+        for k, v in values.items()
+    }
+
+
+def held_out_files(spark: SparkSession, config: JobrecConfig) -> tuple[list[str], list[str]]:
+    """The test split the promotion gate scores models on."""
+    pairs = manifest.current(config, "pairs")
+    return snapshot_files(spark, str(pairs["triples"]), "test"), snapshot_files(
+        spark, str(pairs["map_sets"]), "map_test"
+    )
