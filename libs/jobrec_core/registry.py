@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from mlflow.tracking import MlflowClient
 from jobrec_core.batches import RAGGED_TYPES, document_inputs, query_gate, to_bytes
 from jobrec_core.config import JobrecConfig
 from jobrec_core.model import Drmm
+from jobrec_core.tracking import configure_mlflow, registry_client
 from jobrec_core.training import evaluate, load_model
 
 log = logging.getLogger(__name__)
@@ -77,10 +79,14 @@ def log_drmm(
 ) -> str | None:
     """Log the model to the active run (signature and input example from stored rows) and
     register it; returns the new registry version (None when not registering)."""
-    signature = infer_signature(example, score_frame(model, example))
+    with warnings.catch_warnings():
+        # The counts are integers and never missing: MLflow's hint about NaN in integer
+        # columns does not apply.
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        signature = infer_signature(example, score_frame(model, example))
     info = mlflow.pyfunc.log_model(
         name=MODEL_ARTIFACT,
-        python_model=DrmmPyfunc(),
+        python_model=str(Path(__file__).with_name("pyfunc_model.py")),
         artifacts={MODEL_ARTIFACT: str(model_file)},
         signature=signature,
         input_example=example,
@@ -164,7 +170,8 @@ def promote(
     """Mark `version` challenger, compare it with the champion on the test split, move the
     champion alias if it passes (see the module), and record the decision as tags."""
     settings = config.mlflow
-    client = MlflowClient(settings.tracking_uri, settings.registry_uri or settings.tracking_uri)
+    configure_mlflow(config)  # models:/ URIs resolve against the configured registry
+    client = registry_client(config)
     name = settings.model_name
     candidate = client.get_model_version(name, version)
     client.set_registered_model_alias(name, settings.challenger_alias, version)
