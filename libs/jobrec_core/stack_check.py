@@ -190,7 +190,11 @@ def check_petastorm(ctx: StackContext) -> str:
     ).parquet(path)
     url = Path(path).resolve().as_uri() if "://" not in path else path
     seen, shapes = 0, set()
-    with make_batch_reader(url, num_epochs=1, workers_count=2, seed=ctx.config.run.seed) as reader:
+    # The synchronous pool, as training uses: petastorm 0.13.1's thread pool can end a read
+    # early on a busy machine (docs/TRAINING.md).
+    with make_batch_reader(
+        url, num_epochs=1, reader_pool_type="dummy", seed=ctx.config.run.seed
+    ) as reader:
         for batch in DataLoader(reader, batch_size=128):
             seen += int(batch["id"].shape[0])
             shapes.add(tuple(batch["histogram"].shape[1:]))
