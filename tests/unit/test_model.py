@@ -229,3 +229,20 @@ def test_map_sorts_by_score_within_each_query_and_breaks_ties_by_document():
 def test_queries_without_relevant_documents_have_zero_ap():
     ranked = rank_within_queries(np.zeros(3, int), np.arange(3.0), np.zeros(3, int), np.arange(3))
     assert average_precision_at_k(ranked, 10).tolist() == [0.0]
+
+
+# --- the promotion gate ------------------------------------------------------------------------
+
+
+def test_promotion_gate_needs_floors_and_at_least_the_champion_on_both():
+    from jobrec_core.registry import Scores, decide
+
+    challenger = Scores("5", accuracy=0.9, map=0.8)
+    assert decide(challenger, None, 0.6, 0.6)[0]
+    assert not decide(challenger, None, 0.95, 0.6)[0]
+    assert not decide(challenger, None, 0.6, 0.85)[0]
+    assert decide(challenger, Scores("4", 0.9, 0.8), 0.6, 0.6)[0]  # ties promote
+    assert not decide(challenger, Scores("4", 0.91, 0.7), 0.6, 0.6)[0]  # worse accuracy
+    assert not decide(challenger, Scores("4", 0.8, 0.81), 0.6, 0.6)[0]  # worse MAP
+    promoted, reason = decide(challenger, Scores("5", 0.9, 0.8), 0.6, 0.6)
+    assert promoted and "already" in reason
