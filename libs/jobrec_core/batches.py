@@ -29,6 +29,7 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from jobrec_core.histograms import transform
 from jobrec_core.model import DrmmInputs, DrmmSpec
+from jobrec_core.query_vectors import TERM_SEPARATOR, QueryVectors
 from jobrec_core.runtime import quiet_petastorm
 
 log = logging.getLogger(__name__)
@@ -88,12 +89,25 @@ def _file_url(path: str) -> str:
 # --- columns ----------------------------------------------------------------------------------
 
 
+def query_columns(spec: DrmmSpec) -> list[str]:
+    """The IDFs always (their count is the query's length); the words for embedding gating."""
+    return ["query_idf", QUERY_TERMS] if spec.gating == "embedding" else ["query_idf"]
+
+
 def triple_columns(spec: DrmmSpec) -> list[str]:
-    return ["query_idf", *(f"{side}_{c}" for side in ("pos", "neg") for c in _doc_columns(spec))]
+    sides = [f"{side}_{c}" for side in ("pos", "neg") for c in _doc_columns(spec)]
+    return [*query_columns(spec), *sides]
 
 
 def document_columns(spec: DrmmSpec) -> list[str]:
-    return ["candidate_id", "job_id", "label", "bm25_rank", "query_idf", *_doc_columns(spec)]
+    return [
+        "candidate_id",
+        "job_id",
+        "label",
+        "bm25_rank",
+        *query_columns(spec),
+        *_doc_columns(spec),
+    ]
 
 
 def _doc_columns(spec: DrmmSpec) -> list[str]:
@@ -108,19 +122,28 @@ RAGGED_TYPES: dict[str, type] = {
 }
 
 
+QUERY_TERMS = "query_terms"
+
+
 def to_bytes(frame: pd.DataFrame) -> pd.DataFrame:
-    """Reader-thread transform: ragged list columns -> the bytes of their values."""
+    """Reader transform: ragged list columns -> the bytes of their values (the query's words
+    joined by `TERM_SEPARATOR`)."""
     for column in frame.columns:
         dtype = RAGGED_TYPES.get(column)
         if dtype is not None:
             frame[column] = [np.asarray(v, dtype=dtype).tobytes() for v in frame[column]]
+        elif column == QUERY_TERMS:
+            separator = TERM_SEPARATOR.decode("ascii")
+            frame[column] = [separator.join(terms).encode("utf-8") for terms in frame[column]]
     return frame
 
 
 def _bytes_transform(columns: list[str]) -> TransformSpec:
     return TransformSpec(
         to_bytes,
-        edit_fields=[(c, np.bytes_, (), False) for c in columns if c in RAGGED_TYPES],
+        edit_fields=[
+            (c, np.bytes_, (), False) for c in columns if c in RAGGED_TYPES or c == QUERY_TERMS
+        ],
     )
 
 
@@ -141,7 +164,7 @@ def pad_queries(blobs: np.ndarray, dtype: type, width: int) -> tuple[np.ndarray,
 
 
 def document_inputs(
-    columns: Columns, prefix: str, spec: DrmmSpec, idf: np.ndarray, mask: np.ndarray
+    columns: Columns, prefix: str, spec: DrmmSpec, gate: np.ndarray, mask: np.ndarray
 ) -> DrmmInputs:
     """One document side of a decoded batch -> model inputs (`prefix` "pos_", "neg_" or "")."""
     # Histograms are stored for every query term (zeros where the document matches nothing),
@@ -154,28 +177,37 @@ def document_inputs(
     return DrmmInputs(
         hist=torch.from_numpy(np.ascontiguousarray(hist, dtype=np.float32)),
         mask=torch.from_numpy(mask),
-        gate=torch.from_numpy(idf[:, :, None]),
+        gate=torch.from_numpy(gate),
         extras=torch.from_numpy(extras),
     )
 
 
-def query_gate(columns: Columns) -> tuple[np.ndarray, np.ndarray]:
+def query_gate(columns: Columns, vectors: QueryVectors | None) -> tuple[np.ndarray, np.ndarray]:
+    """(B, T, 1) IDFs, or (B, T, dim) word vectors with `vectors`, and the (B, T) mask."""
     idf, mask = pad_queries(columns["query_idf"], np.float32, 1)
-    return idf[:, :, 0], mask
+    if vectors is None:
+        return idf, mask
+    blobs = columns[QUERY_TERMS]
+    words = TERM_SEPARATOR.join(blobs[mask.any(axis=1)]).split(TERM_SEPARATOR) if mask.any() else []
+    gate = np.zeros((*mask.shape, vectors.dim), dtype=np.float32)
+    gate[mask] = vectors.lookup(words)
+    return gate, mask
 
 
-def decode_triples(columns: Columns, spec: DrmmSpec) -> TripleBatch:
-    idf, mask = query_gate(columns)
+def decode_triples(columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None) -> TripleBatch:
+    gate, mask = query_gate(columns, vectors)
     return TripleBatch(
-        document_inputs(columns, "pos_", spec, idf, mask),
-        document_inputs(columns, "neg_", spec, idf, mask),
+        document_inputs(columns, "pos_", spec, gate, mask),
+        document_inputs(columns, "neg_", spec, gate, mask),
     )
 
 
-def decode_documents(columns: Columns, spec: DrmmSpec) -> DocumentBatch:
-    idf, mask = query_gate(columns)
+def decode_documents(
+    columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None
+) -> DocumentBatch:
+    gate, mask = query_gate(columns, vectors)
     return DocumentBatch(
-        document_inputs(columns, "", spec, idf, mask),
+        document_inputs(columns, "", spec, gate, mask),
         candidate_id=np.asarray(columns["candidate_id"], dtype=np.int64),
         job_id=np.asarray(columns["job_id"], dtype=np.int64),
         label=np.asarray(columns["label"], dtype=np.int64),
@@ -284,10 +316,15 @@ def _slices(pool: Columns, start: int, stop: int, size: int) -> Iterator[Columns
 class _Stream(IterableDataset):
     """One table's rows of one shard as decoded batches, for `torch.utils.data.DataLoader`."""
 
-    def __init__(self, settings: ReaderSettings, spec: DrmmSpec) -> None:
+    def __init__(
+        self, settings: ReaderSettings, spec: DrmmSpec, vectors: QueryVectors | None = None
+    ) -> None:
         super().__init__()
+        if (spec.gating == "embedding") != (vectors is not None):
+            raise ValueError("embedding gating needs the query vectors, IDF gating none")
         self.settings = settings
         self.spec = spec
+        self.vectors = vectors
 
     def columns(self) -> list[str]:
         raise NotImplementedError
@@ -307,7 +344,7 @@ class TripleStream(_Stream):
         return triple_columns(self.spec)
 
     def decode(self, columns: Columns) -> TripleBatch:
-        return decode_triples(columns, self.spec)
+        return decode_triples(columns, self.spec, self.vectors)
 
 
 class DocumentStream(_Stream):
@@ -317,7 +354,7 @@ class DocumentStream(_Stream):
         return document_columns(self.spec)
 
     def decode(self, columns: Columns) -> DocumentBatch:
-        return decode_documents(columns, self.spec)
+        return decode_documents(columns, self.spec, self.vectors)
 
 
 def loader(stream: IterableDataset) -> DataLoader:

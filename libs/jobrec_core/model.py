@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.query_vectors import QueryVectors
 
 EXTRA_FEATURES = ("unigrams", "bigrams", "bm25")
 
@@ -114,6 +115,13 @@ class Drmm(nn.Module):
             width = spec.mlp_width
         layers.append(nn.Linear(width, 1))
         self.term_mlp = nn.Sequential(*layers)
+        # Glorot initialisation scaled for tanh: with PyTorch's default a signal fades through
+        # ten tanh layers, the scores start flat and the seed's early-stopping rule (dev
+        # accuracy unchanged) could end training on the initial plateau (seen on the demo).
+        for layer in self.term_mlp:
+            if isinstance(layer, nn.Linear):
+                nn.init.xavier_uniform_(layer.weight, gain=nn.init.calculate_gain("tanh"))
+                nn.init.zeros_(layer.bias)
         self.gate = nn.Linear(spec.gate_dim, 1, bias=False)
         self.combine: nn.Linear | None = None
         if spec.extras:
@@ -123,6 +131,9 @@ class Drmm(nn.Module):
                 self.combine.weight[0, 0] = 1.0
                 self.combine.bias.zero_()
         self.phase = 1
+        # Embedding gating: the word vectors of query terms, saved with the weights (not
+        # parameters: they are not trained).
+        self.query_vectors: QueryVectors | None = None
         self.keep_phase1: torch.Tensor
         self.keep_phase2: torch.Tensor
         self.register_buffer("keep_phase1", self._keep_vector({}), persistent=False)

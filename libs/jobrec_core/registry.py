@@ -3,7 +3,8 @@
 A registered model is an MLflow pyfunc (:class:`DrmmPyfunc`) around the saved network
 (`training.save_model`: spec + weights). Its input is what `build_pairs` stores per (query,
 document), one row each: `query_idf` and `hist` (the flattened count histograms) as lists,
-`doc_len`, and the extra features the version uses; its output is one score per row. So the
+`doc_len`, the extra features the version uses, and `query_terms` for embedding gating; its
+output is one score per row. So the
 recommender and any serving endpoint feed it rows of the MAP-set shape, with no torch code of
 their own. `model_of` gives the torch network back for batch scoring.
 
@@ -31,7 +32,14 @@ from mlflow.models import infer_signature
 from mlflow.pyfunc import PythonModel
 from mlflow.tracking import MlflowClient
 
-from jobrec_core.batches import RAGGED_TYPES, document_inputs, query_gate, to_bytes
+from jobrec_core.batches import (
+    QUERY_TERMS,
+    RAGGED_TYPES,
+    document_inputs,
+    query_columns,
+    query_gate,
+    to_bytes,
+)
 from jobrec_core.config import JobrecConfig
 from jobrec_core.model import Drmm
 from jobrec_core.tracking import configure_mlflow, registry_client
@@ -54,22 +62,22 @@ class DrmmPyfunc(PythonModel):
 
 
 def input_columns(model: Drmm) -> list[str]:
-    return ["query_idf", "hist", "doc_len", *model.spec.extras]
+    return [*query_columns(model.spec), "hist", "doc_len", *model.spec.extras]
 
 
 @torch.no_grad()
 def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
     """Scores of stored-shape rows (see the module), in their order."""
     columns = {c: np.asarray(v) for c, v in to_bytes(frame[input_columns(model)].copy()).items()}
-    idf, mask = query_gate(columns)
+    gate, mask = query_gate(columns, model.query_vectors)
     model.eval()
-    return model.score(document_inputs(columns, "", model.spec, idf, mask)).numpy()
+    return model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
 
 
 def input_example(map_rows: pd.DataFrame, model: Drmm) -> pd.DataFrame:
     example = map_rows[input_columns(model)].head(2).copy()
     for column in example.columns:
-        if column in RAGGED_TYPES:  # JSON-able lists, as a caller would send them
+        if column in RAGGED_TYPES or column == QUERY_TERMS:  # JSON-able lists
             example[column] = example[column].map(lambda values: np.asarray(values).tolist())
     return example
 

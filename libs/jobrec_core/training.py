@@ -40,6 +40,7 @@ from jobrec_core.batches import (
 )
 from jobrec_core.metrics import mean_average_precision, pairwise_accuracy
 from jobrec_core.model import Drmm, DrmmInputs, DrmmSpec, hinge_loss, phases, set_phase
+from jobrec_core.query_vectors import QueryVectors
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +68,7 @@ class TrainPlan:
     eval_batch_size: int
     k: int
     use_gpu: bool = False
+    vectors_file: str | None = None  # the embeddings' word vectors, for embedding gating
     tracking_uri: str | None = None
     run_id: str | None = None
 
@@ -123,7 +125,7 @@ def score_triples(
     """Scores of the positive and the negative document of every triple in `settings.files`."""
     model.eval()
     positives, negatives = [], []
-    for batch in loader(TripleStream(settings, model.spec)):
+    for batch in loader(TripleStream(settings, model.spec, model.query_vectors)):
         positives.append(model.score(batch.positive.to(device)).cpu().numpy())
         negatives.append(model.score(batch.negative.to(device)).cpu().numpy())
     return _joined(positives), _joined(negatives)
@@ -134,7 +136,7 @@ def map_of(model: Drmm, settings: ReaderSettings, device: torch.device, k: int) 
     """MAP@k of the model's re-ranking of the MAP sets in `settings.files`."""
     model.eval()
     queries, documents, labels, scores = [], [], [], []
-    for batch in loader(DocumentStream(settings, model.spec)):
+    for batch in loader(DocumentStream(settings, model.spec, model.query_vectors)):
         scores.append(model.score(batch.inputs.to(device)).cpu().numpy())
         queries.append(batch.candidate_id)
         documents.append(batch.job_id)
@@ -223,6 +225,10 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
     spec = DrmmSpec.from_dict(plan.spec)
     torch.manual_seed(plan.seed)
     model = Drmm(spec).to(process.device)
+    if spec.gating == "embedding":
+        if plan.vectors_file is None:
+            raise ValueError("embedding gating needs the plan's vectors_file")
+        model.query_vectors = QueryVectors.from_keyed_vectors(plan.vectors_file)
     checkpoints = Checkpoints(Path(plan.checkpoint_dir))
     state = checkpoints.latest()
     history: list[EpochRecord] = []
@@ -309,7 +315,7 @@ def _epoch(
     wrapped.train()
     joined = wrapped.join() if isinstance(wrapped, nn.parallel.DistributedDataParallel) else None
     with joined or nullcontext():
-        for batch in loader(TripleStream(settings, model.spec)):
+        for batch in loader(TripleStream(settings, model.spec, model.query_vectors)):
             both = DrmmInputs.concat(batch.positive, batch.negative).to(process.device)
             scores = wrapped(*both.tensors())
             positive, negative = scores[: len(batch)], scores[len(batch) :]
@@ -448,13 +454,18 @@ def _atomic_save(payload: dict[str, Any], target: Path) -> None:
 def save_model(model: Drmm, target: Path) -> None:
     """The trained network: its spec and weights (what the registry's model wraps)."""
     target.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_save({"spec": model.spec.to_dict(), "model": model.state_dict()}, target)
+    payload: dict[str, Any] = {"spec": model.spec.to_dict(), "model": model.state_dict()}
+    if model.query_vectors is not None:
+        payload["query_vectors"] = model.query_vectors.to_state()
+    _atomic_save(payload, target)
 
 
 def load_model(source: str | Path, device: torch.device | str = "cpu") -> Drmm:
     saved = torch.load(source, map_location=device, weights_only=False)
     model = Drmm(DrmmSpec.from_dict(saved["spec"]))
     model.load_state_dict(saved["model"])
+    if "query_vectors" in saved:
+        model.query_vectors = QueryVectors.from_state(saved["query_vectors"])
     return model.to(device).eval()
 
 

@@ -57,6 +57,7 @@ class TrainingInputs:
     map_sets: str
     files: dict[str, list[str]]  # split -> Parquet file URLs of the current snapshot
     versions: dict[str, str]  # what the model was trained on, as MLflow tags
+    vectors_file: str  # the word vectors of that embeddings version (embedding gating)
 
     def split_sizes(self) -> dict[str, int]:
         return {split: len(files) for split, files in self.files.items()}
@@ -108,7 +109,13 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
         "map_sets_table_version": str(delta_version(spark, map_sets)),
         "dataset": config.data.preset,
     }
-    return TrainingInputs(triples, map_sets, files, versions)
+    embeddings = manifest.current(config, "embeddings")
+    if embeddings["version"] != pairs["embeddings"]:
+        raise RuntimeError(
+            f"the pairs were built with embeddings {pairs['embeddings']} but the manifest's "
+            f"current embeddings are {embeddings['version']}: rerun jobs/build_pairs.py"
+        )
+    return TrainingInputs(triples, map_sets, files, versions, local_path(embeddings["vectors"]))
 
 
 def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -> str:
@@ -157,6 +164,7 @@ def make_plan(
         eval_batch_size=training.eval_batch_size,
         k=config.evaluation.k,
         use_gpu=training.use_gpu,
+        vectors_file=inputs.vectors_file,
     )
 
 
@@ -204,11 +212,6 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
     from jobrec_core.registry import input_example, log_drmm
     from jobrec_core.tracking import configure_mlflow
 
-    if config.model.gating != "idf":
-        raise ValueError(
-            "model.gating: embedding is supported by the network (DrmmSpec.gate_dim) but the "
-            "stored pairs carry no query word vectors yet; use gating: idf"
-        )
     inputs = training_inputs(spark, config)
     spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
     key = training_key(config, spec, inputs)

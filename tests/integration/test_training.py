@@ -238,3 +238,24 @@ def test_plan_survives_json(spark, tiny, tiny_pairs, tmp_path):
     spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
     plan = make_plan(config, spec, training_inputs(spark, config), str(tmp_path))
     assert TrainPlan(**json.loads(json.dumps(asdict(plan)))) == plan
+
+
+def test_embedding_gating_trains_saves_its_vectors_and_scores_from_words(spark, tiny, tiny_pairs):
+    config = with_training(tiny[0], launcher="single", max_epochs=1)
+    config = config.model_copy(
+        update={"model": config.model.model_copy(update={"gating": "embedding"})}
+    )
+    outcome = run_training(spark, config, fresh=True)
+    model = load_model(outcome.result.model_file)
+    assert model.query_vectors is not None
+    assert model.spec.gate_dim == config.embeddings.vector_size == model.query_vectors.dim
+    configure_mlflow(config)
+    pyfunc = mlflow.pyfunc.load_model(f"models:/{config.mlflow.model_name}/{outcome.version}")
+    rows: pd.DataFrame = (
+        read_delta(spark, manifest.current(config, "pairs")["map_sets"]).limit(20)
+    ).toPandas()
+    scores = np.asarray(pyfunc.predict(rows[["query_idf", "query_terms", "hist", "doc_len"]]))
+    np.testing.assert_allclose(scores, score_frame(model, rows), rtol=1e-6)
+    # The words matter: the same rows with their words unknown score differently.
+    unknown = rows.assign(query_terms=rows["query_terms"].map(lambda t: [f"x{w}" for w in t]))
+    assert not np.allclose(score_frame(model, unknown), scores)

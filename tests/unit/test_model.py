@@ -246,3 +246,38 @@ def test_promotion_gate_needs_floors_and_at_least_the_champion_on_both():
     assert not decide(challenger, Scores("4", 0.8, 0.81), 0.6, 0.6)[0]  # worse MAP
     promoted, reason = decide(challenger, Scores("5", 0.9, 0.8), 0.6, 0.6)
     assert promoted and "already" in reason
+
+
+# --- embedding gating ------------------------------------------------------------------------
+
+
+def test_query_vectors_look_up_words_in_any_script_and_zero_the_unknown():
+    from jobrec_core.query_vectors import QueryVectors
+
+    words = ["λογιστής", "nurse", "driver"]
+    table = QueryVectors.of([w.encode() for w in words], np.array([[3.0, 4.0], [1, 0], [0, 2]]))
+    found = table.lookup([b"driver", "λογιστής".encode(), b"unknown", b"nurse"])
+    expected = np.array([[0, 1], [0.6, 0.8], [0, 0], [1, 0]], dtype=np.float32)
+    np.testing.assert_allclose(found, expected, atol=1e-6)
+    again = QueryVectors.from_state(table.to_state())
+    np.testing.assert_allclose(again.lookup([b"nurse"]), [[1, 0]])
+
+
+def test_embedding_gate_places_each_words_vector_at_its_term():
+    import pandas as pd
+
+    from jobrec_core.batches import query_gate
+    from jobrec_core.query_vectors import QueryVectors
+
+    table = QueryVectors.of([b"a", b"b", b"c"], np.eye(3))
+    frame = to_bytes(
+        pd.DataFrame(
+            {"query_idf": [[1.0, 1.0], [], [1.0]], "query_terms": [["c", "a"], [], ["zz"]]}
+        )
+    )
+    columns = {c: np.asarray(v) for c, v in frame.items()}
+    gate, mask = query_gate(columns, table)
+    assert gate.shape == (3, 2, 3)
+    assert mask.tolist() == [[True, True], [False, False], [True, False]]
+    np.testing.assert_allclose(gate[0], [[0, 0, 1], [1, 0, 0]])
+    assert not gate[1:].any()  # no terms, and an unknown word
