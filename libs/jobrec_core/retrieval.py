@@ -46,9 +46,14 @@ class SearchResult:
 
 
 def search_body(text: str, settings: RetrievalConfig) -> dict[str, Any]:
+    """The search request. Equal scores are ordered by job id: otherwise their order follows
+    the index's segment layout, which differs between two builds of the same jobs, and so
+    would the negative picked from them and the cut at `top_k`."""
     return {
         "query": multi_match_query(text, settings),
         "size": settings.top_k,
+        "sort": [{"_score": "desc"}, {"job_id": "asc"}],
+        "track_scores": True,
         "_source": False,
         "track_total_hits": False,
     }

@@ -22,7 +22,7 @@ from jobrec_core.indexing import (
 )
 from jobrec_core.io import read_delta, table_path
 from jobrec_core.quality import DataQualityError
-from jobrec_core.retrieval import multi_match_query
+from jobrec_core.retrieval import multi_match_query, search_all
 from jobrec_core.search import (
     EsConnectionError,
     connector_options,
@@ -211,6 +211,21 @@ def test_seed_query_ranks_the_expected_job_first(hand_written, client, query, ex
     assert int(hits[0]["_id"]) == expected, [(h["_id"], h["_score"]) for h in hits]
     if len(hits) > 1:
         assert hits[0]["_score"] > hits[1]["_score"]
+
+
+def test_equal_scores_come_back_in_job_id_order(spark, tiny, es_node):
+    """Ties are ordered by job id, not by the index's segment layout, so two builds of the
+    same jobs give the same hit lists (and the same negatives and top-k cut)."""
+    config = config_for(tiny[0], "elasticsearch.index_alias=tiejobs")
+    twin = HAND_WRITTEN_JOBS[0][1:]
+    documents = spark.createDataFrame([(i, *twin) for i in (30, 10, 20)], SCHEMA)
+    build(spark, config, documents)
+    client = make_client(resolve_connection(config))
+    [result] = search_all(client, "tiejobs", ["python developer"], config.retrieval)
+    assert result.hits is not None
+    assert [job for job, _ in result.hits] == [10, 20, 30]
+    scores = {score for _, score in result.hits}
+    assert len(scores) == 1 and scores.pop() > 0
 
 
 def test_refused_documents_are_quarantined_with_the_error(spark, tiny, es_node, client):
