@@ -22,7 +22,6 @@ import json
 import shutil
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +36,7 @@ def throughput(args: argparse.Namespace) -> int:
     from jobrec_core.config import load_config
     from jobrec_core.model import DrmmSpec
     from jobrec_core.spark import get_spark
-    from jobrec_core.training import torchrun_command
+    from jobrec_core.training import torchrun_command, write_plan
     from jobrec_core.training_run import make_plan, training_inputs
 
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
@@ -57,9 +56,8 @@ def throughput(args: argparse.Namespace) -> int:
         directory = Path(args.dir) / f"throughput-{processes}"
         shutil.rmtree(directory, ignore_errors=True)
         directory.mkdir(parents=True)
-        plan = make_plan(config, spec, inputs, str(directory))
-        (directory / "plan.json").write_text(json.dumps(asdict(plan)))
-        measured = run_measured(torchrun_command(directory / "plan.json", processes))
+        plan_path = write_plan(make_plan(config, spec, inputs, str(directory)), directory)
+        measured = run_measured(torchrun_command(plan_path, processes))
         if measured.returncode != 0:
             print(measured.output[-3000:])
             return 1

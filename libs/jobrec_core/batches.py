@@ -28,6 +28,7 @@ from petastorm.transform import TransformSpec
 from torch.utils.data import DataLoader, IterableDataset
 
 from jobrec_core.histograms import transform
+from jobrec_core.io import local_path, read_delta
 from jobrec_core.model import DrmmInputs, DrmmSpec
 from jobrec_core.query_vectors import TERM_SEPARATOR, QueryVectors
 from jobrec_core.runtime import quiet_petastorm
@@ -75,8 +76,6 @@ class DocumentBatch:
 
 def snapshot_files(spark: Any, table: str, split: str) -> list[str]:
     """URLs of the Parquet files of the table's current Delta snapshot in one split."""
-    from jobrec_core.io import local_path, read_delta
-
     files = read_delta(spark, table).where(f"split = '{split}'").inputFiles()
     marker = f"/split={split}/"
     return sorted(_file_url(local_path(f)) for f in files if marker in f)
@@ -225,11 +224,7 @@ def row_groups(files: Iterable[str]) -> int:
     """Row groups in Parquet files, from their footers."""
     import pyarrow.parquet as pq
 
-    return sum(pq.ParquetFile(_local(f)).num_row_groups for f in files)
-
-
-def _local(url: str) -> str:
-    return url[len("file://") :] if url.startswith("file://") else url
+    return sum(pq.ParquetFile(local_path(f)).num_row_groups for f in files)
 
 
 def stream_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Columns]:

@@ -21,9 +21,8 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field, replace
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -507,12 +506,13 @@ class _Tracker:
 # --- plain torchrun -----------------------------------------------------------------------------
 
 
-@contextmanager
-def plan_file(plan: TrainPlan, directory: Path) -> Iterator[Path]:
+def write_plan(plan: TrainPlan, directory: Path) -> Path:
+    """`directory/plan.json` for a torchrun launch; any result of an earlier launch goes."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "plan.json"
     path.write_text(json.dumps(asdict(plan), indent=2), encoding="utf-8")
-    yield path
+    result_file(path).unlink(missing_ok=True)
+    return path
 
 
 def result_file(plan_path: Path) -> Path:
@@ -546,10 +546,6 @@ def main(argv: list[str] | None = None) -> int:
     if int(os.environ.get("RANK", "0")) == 0:
         result_file(path).write_text(json.dumps(result, indent=2), encoding="utf-8")
     return 0
-
-
-def with_run(plan: TrainPlan, tracking_uri: str, run_id: str) -> TrainPlan:
-    return replace(plan, tracking_uri=tracking_uri, run_id=run_id)
 
 
 if __name__ == "__main__":

@@ -20,10 +20,9 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import shutil
 import subprocess
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -43,6 +42,7 @@ from jobrec_core.training import (
     result_file,
     torchrun_command,
     train_worker,
+    write_plan,
 )
 
 log = logging.getLogger(__name__)
@@ -59,7 +59,7 @@ class TrainingInputs:
     versions: dict[str, str]  # what the model was trained on, as MLflow tags
     vectors_file: str  # the word vectors of that embeddings version (embedding gating)
 
-    def split_sizes(self) -> dict[str, int]:
+    def file_counts(self) -> dict[str, int]:
         return {split: len(files) for split, files in self.files.items()}
 
 
@@ -194,14 +194,10 @@ def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainR
 
 
 def _torchrun(plan: TrainPlan, processes: int) -> TrainResult:
-    directory = Path(plan.checkpoint_dir)
-    directory.mkdir(parents=True, exist_ok=True)
-    plan_path = directory / "plan.json"
-    plan_path.write_text(json.dumps(asdict(plan), indent=2), encoding="utf-8")
-    result_file(plan_path).unlink(missing_ok=True)
+    plan_path = write_plan(plan, Path(plan.checkpoint_dir))
     command = torchrun_command(plan_path, processes)
     log.info("torchrun: %s", " ".join(command))
-    subprocess.run(command, check=True, env=os.environ.copy())
+    subprocess.run(command, check=True)
     return TrainResult.from_dict(json.loads(result_file(plan_path).read_text(encoding="utf-8")))
 
 
@@ -229,9 +225,9 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
     run_id_file = checkpoint_dir / RUN_ID_FILE
     resume_run = run_id_file.read_text().strip() if run_id_file.exists() else None
     log.info(
-        "train_drmm %s: %s, checkpoints in %s",
+        "train_drmm %s: files per split %s, checkpoints in %s",
         config.model.version,
-        inputs.split_sizes(),
+        inputs.file_counts(),
         checkpoint_dir,
     )
     with mlflow.start_run(
@@ -252,9 +248,7 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
             mlflow.log_params(_flat("training", config.training.model_dump()))
             mlflow.log_dict(manifest.read_manifest(config), "manifest.json")
         plan = make_plan(config, spec, inputs, str(checkpoint_dir))
-        plan = TrainPlan(
-            **{**asdict(plan), "tracking_uri": mlflow.get_tracking_uri(), "run_id": run.info.run_id}
-        )
+        plan = replace(plan, tracking_uri=mlflow.get_tracking_uri(), run_id=run.info.run_id)
         result = launch(spark, config, plan)
         mlflow.log_figure(learning_curve(result.history), "learning_curve.png")
         mlflow.log_dict(result.to_dict(), "training_result.json")

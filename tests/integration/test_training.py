@@ -34,6 +34,7 @@ from jobrec_core.training import (
     result_file,
     save_model,
     torchrun_command,
+    write_plan,
 )
 from jobrec_core.training_run import (
     held_out_files,
@@ -119,11 +120,9 @@ def test_a_killed_torchrun_resumes_from_its_checkpoint(spark, tiny, tiny_pairs, 
     inputs = training_inputs(spark, config)
 
     def torchrun(directory: Path) -> subprocess.Popen:
-        plan = make_plan(config, spec, inputs, str(directory))
-        directory.mkdir(parents=True)
-        (directory / "plan.json").write_text(json.dumps(asdict(plan)))
+        plan_path = write_plan(make_plan(config, spec, inputs, str(directory)), directory)
         return subprocess.Popen(
-            torchrun_command(directory / "plan.json", 2),
+            torchrun_command(plan_path, 2),
             start_new_session=True,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
