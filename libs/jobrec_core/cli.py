@@ -3,6 +3,7 @@
 jobrec es start|stop|status     the local Elasticsearch node
 jobrec index versions|rollback  the versions of the jobs index; point the alias back
 jobrec demo                     start the node, prove every component, print the report
+jobrec recommend --candidate ID a candidate's past jobs and their ten recommendations
 jobrec config                   print the resolved configuration (secrets are never in it)
 """
 
@@ -11,7 +12,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from jobrec_core.config import ConfigError, JobrecConfig
@@ -40,6 +42,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--keep-es", action="store_true", help="leave the Elasticsearch node running afterwards"
     )
 
+    recommend = add_common_arguments(
+        commands.add_parser("recommend", help="one candidate's jobs and recommendations")
+    )
+    recommend.add_argument("--candidate", type=int, required=True, help="the candidate id")
+    recommend.add_argument(
+        "--refresh", action="store_true", help="recommend again even if the table has them"
+    )
+
     data = add_common_arguments(commands.add_parser("data", help="dataset tools"))
     data.add_argument("action", choices=["report"])
     data.add_argument(
@@ -61,6 +71,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _index(config, args.action, args.to)
         if args.command == "demo":
             return _demo(config, keep_es=args.keep_es)
+        if args.command == "recommend":
+            return _recommend(config, args.candidate, args.refresh)
         if args.command == "data":
             return _data_report(config, args.out)
         print(json.dumps(config.model_dump(), indent=2))
@@ -115,6 +127,44 @@ def _index(config: JobrecConfig, action: str, to: str | None) -> int:
     return 0
 
 
+def _recommend(config: JobrecConfig, candidate: int, refresh: bool) -> int:
+    """Print the candidate's recommendations, computing them first when the table has none
+    (with the local Elasticsearch node, started for the purpose if it is not running)."""
+    from pyspark.sql import functions as F
+
+    from jobrec_core.io import read_delta, table_path
+    from jobrec_core.recommend import run_recommend, show_candidate
+    from jobrec_core.spark import get_spark
+
+    spark = get_spark(config)
+    path = table_path(config, "gold", "recommendations")
+    try:
+        known = read_delta(spark, path).where(F.col("candidate_id") == candidate).limit(1).count()
+    except Exception:  # no table yet
+        known = 0
+    if refresh or not known:
+        with _local_node(config):
+            print(run_recommend(spark, config, [candidate]).format(), file=sys.stderr)
+    print(show_candidate(spark, config, candidate))
+    return 0
+
+
+@contextmanager
+def _local_node(config: JobrecConfig, keep: bool = False) -> Iterator[None]:
+    """The local Elasticsearch node for the duration: stopped afterwards if started here,
+    unless `keep`."""
+    local = config.elasticsearch.local
+    node = LocalElasticsearch(local) if local.enabled else None
+    started = node is not None and node.status() is None
+    if node is not None and started:
+        node.start()
+    try:
+        yield
+    finally:
+        if node is not None and started and not keep:
+            node.stop()
+
+
 def _data_report(config: JobrecConfig, out: str | None) -> int:
     from jobrec_core.data_report import format_profile, profile_dataset, save_plots
     from jobrec_core.io import table_path
@@ -127,24 +177,26 @@ def _data_report(config: JobrecConfig, out: str | None) -> int:
     return 0
 
 
+DEMO_CANDIDATES = 3  # held-out candidates whose recommendations the demo prints
+
+
 def _demo(config: JobrecConfig, keep_es: bool) -> int:
     """Every stage built so far, on the configured preset (conf/local.yaml: demo)."""
     from jobrec_core.cleaning import run_cleaning
     from jobrec_core.embeddings import build_embeddings
+    from jobrec_core.evaluation import held_out_candidates, run_evaluation
     from jobrec_core.generate import generate_dataset
     from jobrec_core.indexing import run_indexing
     from jobrec_core.ingest import ingest_raw
     from jobrec_core.pairs import run_build_pairs
+    from jobrec_core.recommend import run_recommend, show_candidate
     from jobrec_core.registry import promote
+    from jobrec_core.results import publish
     from jobrec_core.spark import get_spark
     from jobrec_core.stack_check import StackContext, format_report, run_checks
     from jobrec_core.training_run import held_out_files, run_training
 
-    local = config.elasticsearch.local
-    node = LocalElasticsearch(local) if local.enabled else None
-    if node is not None:
-        node.start()
-    try:
+    with _local_node(config, keep=keep_es):
         spark = get_spark(config)
         results = run_checks(StackContext(config, spark))
         print(format_report(results))
@@ -167,16 +219,29 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         print(run_indexing(spark, config).format())
         print()
         print(run_build_pairs(spark, config).format())
-        print()
-        trained = run_training(spark, config)
-        print(trained.format())
-        print()
         triples, map_sets = held_out_files(spark, config)
-        print(promote(config, str(trained.version), triples, map_sets).format())
+        for version in config.model.versions:  # the seed's four configurations
+            print(f"\nDRMM {version}")
+            versioned = config.model_copy(
+                update={"model": config.model.model_copy(update={"version": version})}
+            )
+            trained = run_training(spark, versioned)
+            print(trained.format())
+            print(promote(versioned, str(trained.version), triples, map_sets).format())
+        print()
+        evaluation = run_evaluation(spark, config)
+        written, _ = publish(config, evaluation, None, "jobrec demo")
+        print(evaluation.format())
+        print(f"report: {written}\n")
+        sample = [
+            int(r["candidate_id"])
+            for r in held_out_candidates(spark, config, DEMO_CANDIDATES).collect()
+        ]
+        print(run_recommend(spark, config, sample).format())
+        for candidate in sample:
+            print()
+            print(show_candidate(spark, config, candidate))
         return 0
-    finally:
-        if node is not None and not keep_es:
-            node.stop()
 
 
 if __name__ == "__main__":

@@ -267,6 +267,8 @@ class PromotionConfig(_Section):
 
 class EvaluationConfig(_Section):
     k: int = Field(gt=0)
+    learning_curve: bool
+    ground_truth_candidates: int = Field(ge=0)
 
 
 class QualityConfig(_Section):

@@ -63,7 +63,7 @@ QUERY_SCHEMA = (
     "query_terms ARRAY<STRING>, negative_terms ARRAY<STRING>"
 )
 HITS = "ARRAY<STRUCT<job_id: INT, score: FLOAT>>"
-RETRIEVAL_SCHEMA = f"candidate_id LONG, full_hits {HITS}, negative_hits {HITS}, error STRING"
+BOTH_QUERIES = {"query_terms": "full_hits", "negative_terms": "negative_hits"}
 DOC_COLUMNS = "job_id INT, doc_len INT, hist ARRAY<SMALLINT>, unigrams INT, bigrams INT"
 TRIPLE_SCHEMA = (
     "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
@@ -84,14 +84,15 @@ MAP_SCHEMA = (
 
 
 def query_inputs(candidates: DataFrame, jobs: DataFrame, fields: list[str]) -> DataFrame:
-    """Per candidate, the query fields' tokens of each job other than the positive, in the
-    candidate's order: `candidate_id, positive_job_id, own_job_ids, jobs`."""
+    """Per candidate, the query fields' tokens of each job other than the positive (every job
+    when `positive_job_id` is null, as for recommendations), in the candidate's order:
+    `candidate_id, positive_job_id, own_job_ids, jobs`."""
     elements = candidates.select(
         "candidate_id",
         "positive_job_id",
         F.transform("sequence", lambda e: e["job_id"]).alias("own_job_ids"),
         F.posexplode("sequence").alias("pos", "e"),
-    ).where(F.col("e.job_id") != F.col("positive_job_id"))
+    ).where(~F.col("e.job_id").eqNullSafe(F.col("positive_job_id")))
     tokens = jobs.select("job_id", *[F.col(tokens_column(f)).alias(f) for f in fields])
     return (
         elements.join(tokens, elements["e.job_id"] == tokens["job_id"])
@@ -156,37 +157,37 @@ def retrieve(
     index: str,
     settings: RetrievalConfig,
     partitions: int,
+    searches: dict[str, str] = BOTH_QUERIES,
 ) -> DataFrame:
-    """Both queries of every candidate against `index`: one client per partition, so at most
-    `partitions` x `retrieval.max_concurrent_searches` searches run at once."""
+    """Each query column of `searches` (terms column -> hits column) of every candidate
+    against `index`: one client per partition, so at most `partitions` x
+    `retrieval.max_concurrent_searches` searches run at once. `error` joins the failures."""
+    schema = ", ".join(
+        ["candidate_id LONG", *(f"{hits} {HITS}" for hits in searches.values()), "error STRING"]
+    )
 
     def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         client = make_client(connection)
         try:
             for frame in frames:
-                texts = [" ".join(t) for t in frame["query_terms"]] + [
-                    " ".join(t) for t in frame["negative_terms"]
-                ]
+                texts = [" ".join(t) for column in searches for t in frame[column]]
                 results = search_all(client, index, texts, settings)
-                full, negative = results[: len(frame)], results[len(frame) :]
-                yield pd.DataFrame(
-                    {
-                        "candidate_id": frame["candidate_id"],
-                        "full_hits": [_hits(r.hits) for r in full],
-                        "negative_hits": [_hits(r.hits) for r in negative],
-                        "error": [
-                            "; ".join(e for e in (f.error, n.error) if e) or None
-                            for f, n in zip(full, negative, strict=True)
-                        ],
-                    }
-                )
+                per_column = [
+                    results[i * len(frame) : (i + 1) * len(frame)] for i in range(len(searches))
+                ]
+                output = {"candidate_id": frame["candidate_id"]}
+                for hits, column_results in zip(searches.values(), per_column, strict=True):
+                    output[hits] = [_hits(r.hits) for r in column_results]
+                output["error"] = [
+                    "; ".join(r.error for r in row if r.error) or None
+                    for row in zip(*per_column, strict=True)
+                ]
+                yield pd.DataFrame(output)
         finally:
             client.close()
 
     return (
-        queries.select("candidate_id", "query_terms", "negative_terms")
-        .repartition(partitions)
-        .mapInPandas(run, RETRIEVAL_SCHEMA)
+        queries.select("candidate_id", *searches).repartition(partitions).mapInPandas(run, schema)
     )
 
 
@@ -515,10 +516,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     jobs = read_delta(spark, embeddings["jobs"])
     candidates = read_delta(spark, table_path(config, "silver", "candidates"))
     seed = config.run.seed
-    idf_rows = read_delta(spark, embeddings["idf"]).select("term", "idf").collect()
-    words_and_idf = spark.sparkContext.broadcast(
-        ([r["term"] for r in idf_rows], [float(r["idf"]) for r in idf_rows])
-    )
+    words_and_idf = broadcast_idf(spark, embeddings)
     connection = resolve_connection(config)
     index = serving_index(make_client(connection), config.elasticsearch.index_alias)
     log.info("build_pairs: searching %s (embeddings %s)", index, embeddings["version"])
@@ -595,7 +593,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     # workers' memory flat (Spark's default of 10,000 rows per batch would hold ~1M documents).
     with (
         _step("MAP sets with features (gold/pairs/map_sets)"),
-        _arrow_batch(spark, config.histograms.map_queries_per_batch),
+        arrow_batch(spark, config.histograms.map_queries_per_batch),
     ):
         write_delta(
             map_features(map_docs, vectors_file, words_and_idf, bins),
@@ -644,7 +642,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
 
 
 @contextmanager
-def _arrow_batch(spark: SparkSession, rows: int) -> Iterator[None]:
+def arrow_batch(spark: SparkSession, rows: int) -> Iterator[None]:
     key = "spark.sql.execution.arrow.maxRecordsPerBatch"
     previous = str(spark.conf.get(key, "10000"))
     spark.conf.set(key, str(rows))
@@ -662,6 +660,15 @@ def _step(name: str) -> Iterator[None]:
     log.info("build_pairs: %s done in %.1fs", name, time.perf_counter() - started)
 
 
+def broadcast_idf(spark: SparkSession, embeddings: dict[str, Any]) -> Broadcast:
+    """The (words, IDF) of an embeddings version (its manifest entry), broadcast once for
+    `build_queries` and the histogram features."""
+    rows = read_delta(spark, embeddings["idf"]).select("term", "idf").collect()
+    return spark.sparkContext.broadcast(
+        ([r["term"] for r in rows], [float(r["idf"]) for r in rows])
+    )
+
+
 def serving_index(client: Elasticsearch, alias: str) -> str:
     """The physical index behind the alias now: a run searches one version throughout, even
     if the alias moves while it runs."""
@@ -675,17 +682,21 @@ def _counts_by_split(frame: DataFrame) -> dict[str, int]:
 
 
 def quarantine_failed_searches(
-    config: JobrecConfig, queries: DataFrame, retrieved: DataFrame
+    config: JobrecConfig,
+    queries: DataFrame,
+    retrieved: DataFrame,
+    source: str = QUARANTINE_SOURCE,
+    query_columns: tuple[str, ...] = tuple(BOTH_QUERIES),
 ) -> int:
     failed = retrieved.where(F.col("error").isNotNull()).join(queries, "candidate_id")
     quarantine = failed.select(
-        F.lit(QUARANTINE_SOURCE).alias("source"),
+        F.lit(source).alias("source"),
         F.lit("search_failed").alias("reason"),
         F.col("error").alias("detail"),
-        F.to_json(F.struct("candidate_id", "query_terms", "negative_terms")).alias("record"),
+        F.to_json(F.struct("candidate_id", *query_columns)).alias("record"),
         F.current_timestamp().alias("quarantined_at"),
     )
-    write_quarantine(quarantine, table_path(config, "bronze", "quarantine"), QUARANTINE_SOURCE)
+    write_quarantine(quarantine, table_path(config, "bronze", "quarantine"), source)
     count = failed.count()
     if count:
         log.warning("%d candidates' searches failed; they are in the quarantine table", count)

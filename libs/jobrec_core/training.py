@@ -16,6 +16,7 @@ from its checkpoint continues exactly as the uninterrupted run would have.
 
 from __future__ import annotations
 
+import io
 import json
 import logging
 import os
@@ -450,16 +451,27 @@ def _atomic_save(payload: dict[str, Any], target: Path) -> None:
     os.replace(scratch, target)
 
 
-def save_model(model: Drmm, target: Path) -> None:
-    """The trained network: its spec and weights (what the registry's model wraps)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+def _model_payload(model: Drmm) -> dict[str, Any]:
     payload: dict[str, Any] = {"spec": model.spec.to_dict(), "model": model.state_dict()}
     if model.query_vectors is not None:
         payload["query_vectors"] = model.query_vectors.to_state()
-    _atomic_save(payload, target)
+    return payload
 
 
-def load_model(source: str | Path, device: torch.device | str = "cpu") -> Drmm:
+def save_model(model: Drmm, target: Path) -> None:
+    """The trained network: its spec and weights (what the registry's model wraps)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _atomic_save(_model_payload(model), target)
+
+
+def save_model_bytes(model: Drmm) -> bytes:
+    """What :func:`save_model` writes, in memory: for a broadcast to Spark's executors."""
+    buffer = io.BytesIO()
+    torch.save(_model_payload(model), buffer)
+    return buffer.getvalue()
+
+
+def load_model(source: str | Path | io.BytesIO, device: torch.device | str = "cpu") -> Drmm:
     saved = torch.load(source, map_location=device, weights_only=False)
     model = Drmm(DrmmSpec.from_dict(saved["spec"]))
     model.load_state_dict(saved["model"])

@@ -258,20 +258,25 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
         )
         version = log_drmm(model, Path(result.model_file), example, config.mlflow.model_name)
         (checkpoint_dir / COMPLETE_FILE).write_text(run.info.run_id)
-    manifest.record(
-        config,
-        "model",
-        {
-            "name": config.mlflow.model_name,
-            "version": version,
-            "run_id": run.info.run_id,
-            "training_key": key,
-            **inputs.versions,
-        },
-    )
+    entry = {
+        "name": config.mlflow.model_name,
+        "version": version,
+        "run_id": run.info.run_id,
+        "training_key": key,
+        **inputs.versions,
+    }
+    # `model`: the last one trained, for promotion; `model_<v>`: the last of each
+    # configuration, for the evaluation's side-by-side table.
+    manifest.record(config, "model", entry)
+    manifest.record(config, model_entry(config.model.version), entry)
     return TrainingOutcome(
         run.info.run_id, config.mlflow.model_name, version, result, str(checkpoint_dir)
     )
+
+
+def model_entry(model_version: str) -> str:
+    """The manifest entry of the last model trained with configuration `model_version`."""
+    return f"model_{model_version}"
 
 
 def learning_curve(history: list[EpochRecord]) -> Any:

@@ -1,0 +1,105 @@
+"""Evaluation and recommendations on the tiny preset, end to end: a real champion in the MLflow
+registry, real BM25 retrieval from the session's Elasticsearch node, histograms and DRMM
+scores in Spark, Delta outputs."""
+
+from __future__ import annotations
+
+import pytest
+from mlflow.tracking import MlflowClient
+from pyspark.sql import functions as F
+
+from jobrec_core import manifest
+from jobrec_core.config import JobrecConfig
+from jobrec_core.evaluation import BM25, WMD, held_out_candidates, run_evaluation
+from jobrec_core.io import read_delta, table_path
+from jobrec_core.recommend import run_recommend, show_candidate
+from jobrec_core.results import publish
+from jobrec_core.training_run import run_training
+
+pytestmark = pytest.mark.integration
+
+
+def quick(config: JobrecConfig, **evaluation) -> JobrecConfig:
+    return config.model_copy(
+        update={
+            "training": config.training.model_copy(update={"launcher": "single", "max_epochs": 2}),
+            "evaluation": config.evaluation.model_copy(update=evaluation),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def champion(spark, tiny, tiny_pairs):
+    """DRMM v1 trained on the tiny pairs and made champion."""
+    config = quick(tiny[0], ground_truth_candidates=40)
+    outcome = run_training(spark, config, fresh=True)
+    MlflowClient(config.mlflow.tracking_uri).set_registered_model_alias(
+        config.mlflow.model_name, config.mlflow.champion_alias, str(outcome.version)
+    )
+    return config, str(outcome.version)
+
+
+def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
+    config, version = champion
+    chosen = [int(r["candidate_id"]) for r in held_out_candidates(spark, config, 4).collect()]
+    first = run_recommend(spark, config, [*chosen, 999_999_999])
+    assert first.unknown_ids == [999_999_999]
+    assert first.model == f"{config.mlflow.model_name} v{version}"
+    table = read_delta(spark, table_path(config, "gold", "recommendations"))
+    rows = table.toPandas()
+    assert set(rows["candidate_id"]) == set(chosen)
+    k = config.evaluation.k
+    own = {
+        int(r["candidate_id"]): set(r["jobs"])
+        for r in read_delta(spark, table_path(config, "silver", "candidates"))
+        .select("candidate_id", F.col("sequence.job_id").alias("jobs"))
+        .where(F.col("candidate_id").isin(chosen))
+        .collect()
+    }
+    for candidate, group in rows.groupby("candidate_id"):
+        group = group.sort_values("rank")
+        assert group["rank"].tolist() == list(range(1, len(group) + 1)) and len(group) <= k
+        assert group["score"].is_monotonic_decreasing
+        assert not set(group["job_id"]) & own[candidate]  # never a job they already know
+        assert group["title"].notna().all() and (group["bm25_rank"] <= 100).all()
+
+    again = run_recommend(spark, config, chosen[:2])  # replaces only these two candidates
+    assert again.rows == len(rows[rows["candidate_id"].isin(chosen[:2])])
+    after = read_delta(spark, table_path(config, "gold", "recommendations")).toPandas()
+    assert len(after) == len(rows) and not after.duplicated(["candidate_id", "rank"]).any()
+
+    shown = show_candidate(spark, config, chosen[0])
+    best = rows[(rows["candidate_id"] == chosen[0]) & (rows["rank"] == 1)]["title"].iloc[0]
+    assert f"Candidate {chosen[0]}" in shown and best in shown and f"v{version}" in shown
+
+
+def test_evaluation_measures_every_ranker_and_publishes_the_report(spark, champion, tmp_path):
+    config, version = champion
+    report = run_evaluation(spark, config)
+    rankers = [row.ranker for row in report.protocol]
+    assert rankers[:2] == [BM25, WMD] and "DRMM v1" in rankers
+    assert report.models["DRMM v1"] == version
+    assert set(report.skipped) == {"DRMM v2", "DRMM v3", "DRMM v4"}
+    bm25 = report.protocol[0]
+    assert bm25.map == 1.0 and bm25.diversity == 0.0 and bm25.accuracy is None
+    for row in report.protocol[1:]:
+        assert row.accuracy is not None and 0 <= row.accuracy <= 1
+        assert 0 <= row.map <= 1 and 0 <= row.diversity <= config.evaluation.k
+    splits = manifest.current(config, "pairs")["splits"]
+    assert report.queries["triples"] == splits["test"]
+    assert [p.configured for p in report.curve] == sorted(config.training.learning_curve_sizes)
+    assert [p.triples for p in report.curve] == sorted(p.triples for p in report.curve)
+    assert report.curve[-1].triples == splits["train"]
+    assert 0 < report.queries["ground_truth"] <= 40
+    truth = {row.ranker: row for row in report.ground_truth}
+    assert set(truth) == {BM25, WMD, "DRMM v1"} and truth[BM25].diversity == 0.0
+    assert all(0 <= row.precision <= 1 and 0 <= row.ndcg <= 1 for row in truth.values())
+
+    results, run_id = publish(config, report, str(tmp_path), "pytest")
+    text = results.read_text()
+    assert "0.966" in text and "learning_curve_sizes.png" in text
+    assert (tmp_path / "ground_truth.png").stat().st_size > 0
+    logged = MlflowClient(config.mlflow.tracking_uri).get_run(run_id).data.metrics
+    assert logged["protocol.drmm_v1.map"] == pytest.approx(
+        next(r.map for r in report.protocol if r.ranker == "DRMM v1")
+    )
