@@ -25,6 +25,7 @@ import zlib
 from typing import Literal
 
 import numpy as np
+import pandas as pd
 
 Variant = Literal["ch", "nh", "lch"]
 
@@ -36,11 +37,15 @@ def histogram_counts(
     doc_ids: np.ndarray,
     doc_lengths: np.ndarray,
     bins: int,
+    word_of: np.ndarray | None = None,
 ) -> np.ndarray:
     """Count histograms, shape (documents, query terms, bins + 1).
 
     `doc_vectors`/`doc_ids` are the documents' terms one after another, `doc_lengths` how many
-    belong to each document. Vectors are unit length (rows of zeros for unknown words).
+    belong to each document. Vectors are unit length (rows of zeros for unknown words). With
+    `word_of`, `doc_vectors`/`doc_ids` are the distinct words and `word_of` gives each
+    document term's row: the product and the binning then run once per distinct word (a
+    query's 100 jobs share most of their words).
     """
     documents = len(doc_lengths)
     terms = len(query_ids)
@@ -48,12 +53,21 @@ def histogram_counts(
     if documents == 0 or terms == 0:
         return np.zeros((documents, terms, width), dtype=np.int32)
     cosines = query_vectors @ doc_vectors.T  # (terms, all document terms)
-    slots = np.floor((cosines + 1.0) * (bins / 2.0)).astype(np.int64)
+    # cos >= -1 up to rounding, so truncation is the floor; int32 halves the memory traffic.
+    slots = ((cosines + 1.0) * (bins / 2.0)).astype(np.int32)
     np.clip(slots, 0, bins - 1, out=slots)
-    slots[query_ids[:, None] == doc_ids[None, :]] = bins
-    document_of = np.repeat(np.arange(documents), doc_lengths)
-    flat = (document_of[None, :] * terms + np.arange(terms)[:, None]) * width + slots
-    counts = np.bincount(flat.ravel(), minlength=documents * terms * width)
+    matched = np.flatnonzero(np.isin(doc_ids, query_ids))  # exact matches: only these columns
+    if matched.size:
+        columns = slots[:, matched]
+        columns[query_ids[:, None] == doc_ids[None, matched]] = bins
+        slots[:, matched] = columns
+    if word_of is not None:
+        slots = slots[:, word_of]
+    document_of = np.repeat(np.arange(documents, dtype=np.int64), doc_lengths)
+    offsets = (document_of * terms)[None, :] + np.arange(terms, dtype=np.int64)[:, None]
+    offsets *= width
+    offsets += slots
+    counts = np.bincount(offsets.ravel(), minlength=documents * terms * width)
     return counts.reshape(documents, terms, width).astype(np.int32)
 
 
@@ -67,14 +81,45 @@ def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> 
     return np.log1p(counts, dtype=np.float32)
 
 
-def common_unigrams(query_ids: np.ndarray, doc_ids: np.ndarray) -> int:
-    """Distinct words the query and the document share."""
-    return int(np.intersect1d(query_ids, doc_ids).size)
+def shared_unigrams(
+    query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
+) -> np.ndarray:
+    """Per document, the distinct words it shares with the query (documents' ids one after
+    another, `doc_lengths` each), for all documents at once."""
+    return _distinct_members(
+        np.unique(query_ids), doc_ids, _document_of(doc_lengths), len(doc_lengths)
+    )
 
 
-def common_bigrams(query_ids: np.ndarray, doc_ids: np.ndarray) -> int:
-    """Distinct pairs of adjacent words the query and the document share."""
-    return int(np.intersect1d(_bigrams(query_ids), _bigrams(doc_ids)).size)
+def shared_bigrams(
+    query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
+) -> np.ndarray:
+    """Per document, the distinct pairs of adjacent words it shares with the query (pairs
+    across two documents' boundary do not count)."""
+    document_of = _document_of(doc_lengths)
+    codes = _bigrams(np.asarray(doc_ids))
+    within = document_of[:-1] == document_of[1:]
+    return _distinct_members(
+        np.unique(_bigrams(np.asarray(query_ids))),
+        codes[within],
+        document_of[:-1][within],
+        len(doc_lengths),
+    )
+
+
+def _document_of(doc_lengths: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(len(doc_lengths), dtype=np.int64), doc_lengths)
+
+
+def _distinct_members(
+    vocabulary: np.ndarray, values: np.ndarray, document_of: np.ndarray, documents: int
+) -> np.ndarray:
+    """Per document, how many distinct members of the sorted `vocabulary` its `values` hold."""
+    if vocabulary.size == 0 or values.size == 0:
+        return np.zeros(documents, dtype=np.int64)
+    member = np.isin(values, vocabulary)
+    keys = document_of[member] * vocabulary.size + np.searchsorted(vocabulary, values[member])
+    return np.bincount(np.unique(keys) // vocabulary.size, minlength=documents)
 
 
 def _bigrams(ids: np.ndarray) -> np.ndarray:
@@ -86,7 +131,7 @@ class Vocabulary:
     """Words -> integer ids, with their unit vectors and IDF, for lookups without loops.
 
     Built once per executor from the IDF table (all words of the jobs) and the word2vec
-    vectors; `ids` maps an array of words with one vectorised binary search.
+    vectors; `ids` maps an array of words with one vectorised hash lookup.
     """
 
     def __init__(self, words: np.ndarray, vectors: np.ndarray, idf: np.ndarray) -> None:
@@ -94,17 +139,17 @@ class Vocabulary:
         self.words = words[order]
         self.vectors = vectors[order]
         self.idf = idf[order]
+        self._index = pd.Index(self.words.astype(object))
 
     def ids(self, words: np.ndarray | list[str]) -> np.ndarray:
         """Ids of `words`. A word outside the vocabulary (only if the IDF table is older than
         the jobs) gets a negative id derived from the word: no vector, but still an exact
         match of itself."""
-        array = np.asarray(words, dtype=str)
+        array = np.asarray(words, dtype=object)
         if array.size == 0:
             return np.zeros(0, dtype=np.int64)
-        found = np.minimum(np.searchsorted(self.words, array), len(self.words) - 1)
-        ids = found.astype(np.int64)
-        for position in np.flatnonzero(self.words[found] != array):  # rare: stale IDF table
+        ids = self._index.get_indexer(array).astype(np.int64)  # one hash lookup per word, in C
+        for position in np.flatnonzero(ids < 0):  # rare: stale IDF table
             ids[position] = -1 - zlib.crc32(str(array[position]).encode("utf-8"))
         return ids
 

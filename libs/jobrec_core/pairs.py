@@ -40,9 +40,9 @@ from jobrec_core.config import JobrecConfig, PairsConfig, QueriesConfig, Retriev
 from jobrec_core.embeddings import tokens_column
 from jobrec_core.histograms import (
     Vocabulary,
-    common_bigrams,
-    common_unigrams,
     histogram_counts,
+    shared_bigrams,
+    shared_unigrams,
 )
 from jobrec_core.io import local_path, read_delta, table_path, write_delta
 from jobrec_core.quality import QualityReport, enforce_budget, write_quarantine
@@ -314,7 +314,7 @@ class QueryFeatures:
     idf: np.ndarray
 
 
-def _query(vocabulary: Vocabulary, terms: Iterable[str]) -> QueryFeatures:
+def query_features(vocabulary: Vocabulary, terms: Iterable[str]) -> QueryFeatures:
     ids = vocabulary.ids(list(terms))
     return QueryFeatures(ids, vocabulary.unit_vectors(ids), vocabulary.idf_of(ids))
 
@@ -324,25 +324,29 @@ def document_features(
 ) -> list[dict[str, Any]]:
     """Histogram counts (flattened, int16), length, common unigrams and bigrams of each
     document against one query: one matrix product for all of them."""
-    doc_ids = [vocabulary.ids(list(d)) for d in documents]
-    lengths = np.array([len(d) for d in doc_ids])
-    everything = np.concatenate(doc_ids) if doc_ids else np.zeros(0, dtype=np.int64)
+    words = [list(d) for d in documents]
+    lengths = np.array([len(d) for d in words], dtype=np.int64)
+    everything = vocabulary.ids([w for d in words for w in d])
+    distinct, word_of = np.unique(everything, return_inverse=True)
     counts = histogram_counts(
         query.vectors,
         query.ids,
-        vocabulary.unit_vectors(everything),
-        everything,
+        vocabulary.unit_vectors(distinct),
+        distinct,
         lengths,
         bins,
+        word_of=word_of.ravel(),
     )
+    unigrams = shared_unigrams(query.ids, everything, lengths)
+    bigrams = shared_bigrams(query.ids, everything, lengths)
     return [
         {
-            "doc_len": int(length),
+            "doc_len": int(lengths[k]),
             "hist": counts[k].ravel().astype(np.int16),
-            "unigrams": common_unigrams(query.ids, ids),
-            "bigrams": common_bigrams(query.ids, ids),
+            "unigrams": int(unigrams[k]),
+            "bigrams": int(bigrams[k]),
         }
-        for k, (ids, length) in enumerate(zip(doc_ids, lengths, strict=True))
+        for k in range(len(words))
     ]
 
 
@@ -356,7 +360,7 @@ def triple_features(
         for frame in frames:
             rows = []
             for record in frame.itertuples(index=False):
-                query = _query(vocabulary, record.query_terms)
+                query = query_features(vocabulary, record.query_terms)
                 pos, neg = document_features(
                     vocabulary, query, [record.pos_tokens, record.neg_tokens], bins
                 )
@@ -422,7 +426,7 @@ def map_features(
         for frame in frames:
             rows = []
             for record in frame.itertuples(index=False):
-                query = _query(vocabulary, record.query_terms)
+                query = query_features(vocabulary, record.query_terms)
                 docs = list(record.docs)
                 features = document_features(
                     vocabulary, query, [d["doc_tokens"] for d in docs], bins

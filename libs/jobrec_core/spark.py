@@ -92,7 +92,10 @@ def _local_session(config: JobrecConfig) -> SparkSession:
         builder = builder.config("spark.jars", ",".join(jars))
     for key, value in config.spark.conf.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    # spark-submit's default is INFO, the shell's WARN: one level, whichever started it.
+    session.sparkContext.setLogLevel("WARN")
+    return session
 
 
 def install_spark_defaults(config: JobrecConfig) -> Path:

@@ -5,9 +5,9 @@ import pytest
 
 from jobrec_core.histograms import (
     Vocabulary,
-    common_bigrams,
-    common_unigrams,
     histogram_counts,
+    shared_bigrams,
+    shared_unigrams,
     transform,
 )
 
@@ -65,6 +65,17 @@ def test_batched_histograms_equal_the_direct_computation(vocabulary):
         )
         np.testing.assert_array_equal(counts[k], expected)
         assert (counts[k].sum(axis=1) == len(words)).all()
+    distinct, word_of = np.unique(np.concatenate(doc_ids), return_inverse=True)
+    by_distinct_word = histogram_counts(
+        vocabulary.unit_vectors(query_ids),
+        query_ids,
+        vocabulary.unit_vectors(distinct),
+        distinct,
+        np.array([len(d) for d in documents]),
+        BINS,
+        word_of=word_of,
+    )
+    np.testing.assert_array_equal(by_distinct_word, counts)
 
 
 def test_exact_matches_get_their_own_bin_despite_float32_rounding(vocabulary):
@@ -104,12 +115,32 @@ def test_variants_are_derived_from_counts():
     np.testing.assert_allclose(transform(counts, lengths, "lch"), np.log1p(counts), rtol=1e-6)
 
 
-def test_common_unigrams_and_bigrams():
+def test_shared_unigrams_and_bigrams_per_document():
     query = np.array([1, 2, 3, 4])  # bigrams 12 23 34
-    document = np.array([9, 1, 2, 3, 2, 3, 7, 4])  # bigrams 91 12 23 32 23 37 74
-    assert common_unigrams(query, document) == 4
-    assert common_bigrams(query, document) == 2  # 12 and 23, counted once each
-    assert common_bigrams(np.array([5]), document) == 0
+    first = [9, 1, 2, 3, 2, 3, 7, 4]  # bigrams 91 12 23 32 23 37 74
+    documents = np.array([*first, 3, 4, 1])  # then [3] and [4, 1]: "3 4" only across a boundary
+    lengths = np.array([8, 1, 2, 0])  # and an empty fourth
+    assert shared_unigrams(query, documents, lengths).tolist() == [4, 1, 2, 0]
+    assert shared_bigrams(query, documents, lengths).tolist() == [2, 0, 0, 0]  # 12 and 23 once
+    assert shared_bigrams(np.array([5]), documents, lengths).tolist() == [0, 0, 0, 0]
+
+
+def test_shared_counts_equal_a_per_document_reference():
+    rng = np.random.default_rng(5)
+    query = rng.integers(-3, 20, 12)  # negative ids: words outside the vocabulary
+    lengths = rng.integers(0, 30, 50)
+    documents = rng.integers(-3, 20, lengths.sum())
+    parts = np.split(documents, np.cumsum(lengths)[:-1])
+
+    def bigrams(ids: np.ndarray) -> set[tuple[int, int]]:
+        return set(zip(ids[:-1].tolist(), ids[1:].tolist(), strict=True))
+
+    assert shared_unigrams(query, documents, lengths).tolist() == [
+        len(set(query.tolist()) & set(p.tolist())) for p in parts
+    ]
+    assert shared_bigrams(query, documents, lengths).tolist() == [
+        len(bigrams(query) & bigrams(p)) for p in parts
+    ]
 
 
 def test_vocabulary_lookups(vocabulary):

@@ -1,0 +1,139 @@
+"""Latency to re-rank one candidate's BM25 results with DRMM, on one CPU core, against the
+seed's baseline re-ranker (WMD over the same jobs).
+
+    .venv/bin/python benchmarks/rerank.py
+    .venv/bin/python benchmarks/rerank.py --jobs 100 1000 --version v2
+
+One request is what serving does after retrieval: the matching histograms, IDFs and common
+unigrams/bigrams of every job against the query (`pairs.document_features`, one matrix
+product), the rows in the registered model's input shape, the DRMM scores
+(`registry.score_frame`, the pyfunc's own code) and the top 10. The WMD baseline scores the
+same jobs with `rerank.WmdScorer` (gensim-equal WMD). Vectors: a synthetic vocabulary of the
+demo's size (or --vectors, a gensim KeyedVectors file), words drawn with Zipf frequencies as
+in text; sizes default to the demo's (median query 52 words, mean job 127 words). The
+network's weights do not change its cost, so it is freshly initialised from conf/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as an executor slot
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np
+import pandas as pd
+import torch
+
+from jobrec_core.config import load_config
+from jobrec_core.histograms import Vocabulary
+from jobrec_core.model import Drmm, DrmmSpec
+from jobrec_core.pairs import document_features, query_features
+from jobrec_core.registry import score_frame
+from jobrec_core.rerank import WmdScorer
+
+K = 10
+
+
+def synthetic_vectors(words: int, dim: int, path: str) -> str:
+    from gensim.models import KeyedVectors
+
+    rng = np.random.default_rng(7)
+    keyed = KeyedVectors(vector_size=dim)
+    keyed.add_vectors(
+        [f"w{i}" for i in range(words)], rng.normal(size=(words, dim)).astype(np.float32)
+    )
+    keyed.save(path)
+    return path
+
+
+def vocabulary_of(path: str) -> Vocabulary:
+    from gensim.models import KeyedVectors
+
+    keyed = KeyedVectors.load(path, mmap="r")
+    words = np.asarray(keyed.index_to_key, dtype=str)
+    idf = np.random.default_rng(1).uniform(1, 10, len(words)).astype(np.float32)
+    vectors = np.asarray(keyed.vectors)
+    return Vocabulary(words, vectors / np.linalg.norm(vectors, axis=1, keepdims=True), idf)
+
+
+def rerank(
+    model: Drmm, vocabulary: Vocabulary, query: list[str], docs: list[list[str]], bins: int
+) -> np.ndarray:
+    """One request: features, model input rows, scores, the top k."""
+    features = query_features(vocabulary, query)
+    rows = pd.DataFrame(document_features(vocabulary, features, docs, bins))
+    rows["query_idf"] = [features.idf] * len(rows)
+    rows["query_terms"] = [query] * len(rows)
+    rows["bm25"] = np.linspace(20, 5, len(rows), dtype=np.float32)
+    scores = score_frame(model, rows)
+    return np.argsort(-scores)[:K]
+
+
+def percentiles(run: Callable[[], object], repeats: int) -> tuple[float, float]:
+    run()  # warm-up: first-call allocations
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    p50, p95 = np.percentile(times, [50, 95])
+    return float(p50) * 1e3, float(p95) * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument(
+        "--query-terms", type=int, default=52, help="words in the query (demo median)"
+    )
+    parser.add_argument(
+        "--doc-terms", type=int, default=127, help="words per job (demo mean; cap 500)"
+    )
+    parser.add_argument("--version", default="v1", help="model configuration of conf/")
+    parser.add_argument("--vectors", default=None, help="a gensim KeyedVectors file")
+    parser.add_argument("--repeats", type=int, default=200)
+    parser.add_argument("--wmd-repeats", type=int, default=5)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+
+    config = load_config("local", [f"model.version={args.version}"], None)
+    path = args.vectors or synthetic_vectors(
+        20_000, config.embeddings.vector_size, "/tmp/jobrec-bench-vectors.kv"
+    )
+    vocabulary = vocabulary_of(path)
+    model = Drmm(DrmmSpec.from_config(config, config.embeddings.vector_size)).eval()
+    rng = np.random.default_rng(11)
+    words = vocabulary.words
+    zipf = 1.0 / np.arange(1, len(words) + 1)  # word frequencies of text: rank^-1
+    zipf /= zipf.sum()
+    query = list(rng.choice(words, args.query_terms, replace=False, p=zipf))
+    wmd = WmdScorer(path)
+
+    print(
+        f"one CPU thread; query {args.query_terms} words, jobs of {args.doc_terms} words, "
+        f"DRMM {args.version} {model.spec.mlp_layers}x{model.spec.mlp_width}, "
+        f"{config.histograms.bins} bins"
+    )
+    header = ("jobs", "DRMM p50 ms", "p95 ms", "WMD p50 ms", "p95 ms", "speed-up")
+    print("".join(f"{h:>{w}}" for h, w in zip(header, (6, 13, 9, 12, 9, 10), strict=True)))
+    for count in args.jobs:
+        docs = [list(rng.choice(words, args.doc_terms, p=zipf)) for _ in range(count)]
+        frame = pd.DataFrame({"query_terms": [query] * count, "doc_tokens": docs})
+        drmm_p50, drmm_p95 = percentiles(
+            lambda docs=docs: rerank(model, vocabulary, query, docs, config.histograms.bins),
+            args.repeats,
+        )
+        wmd_p50, wmd_p95 = percentiles(lambda frame=frame: wmd.score(frame), args.wmd_repeats)
+        print(
+            f"{count:>6}{drmm_p50:>13.2f}{drmm_p95:>9.2f}{wmd_p50:>12.1f}{wmd_p95:>9.1f}"
+            f"{wmd_p50 / drmm_p50:>9.0f}x"
+        )
+    print("target: 100 jobs in under 10 ms p50")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,26 @@
+"""The stage-5 entry points parse what the README and the bundle pass them."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobs import evaluate, recommend
+
+
+def test_recommend_takes_a_list_of_candidates_or_everyone():
+    parser = recommend.build_parser()
+    assert parser.parse_args(["--env", "local"]).candidates is None
+    assert parser.parse_args(["--candidates", "17, 42,"]).candidates == [17, 42]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--candidates", "17,abc"])
+
+
+def test_evaluate_takes_a_report_folder_and_overrides():
+    args = evaluate.build_parser().parse_args(
+        ["--env", "databricks", "--report-dir", "docs", "--set", "evaluation.learning_curve=false"]
+    )
+    assert (args.env, args.report_dir, args.overrides) == (
+        "databricks",
+        "docs",
+        ["evaluation.learning_curve=false"],
+    )
