@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as an executor slot
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -61,7 +62,7 @@ def vocabulary_of(path: str) -> Vocabulary:
 
 
 def rerank(
-    model: Drmm, vocabulary: Vocabulary, query: list[str], docs: list[list[str]], bins: int
+    model: Drmm, vocabulary: Vocabulary, query: list[str], docs: Sequence[Iterable[str]], bins: int
 ) -> np.ndarray:
     """One request: features, model input rows, scores, the top k."""
     features = query_features(vocabulary, query)
@@ -124,10 +125,9 @@ def main() -> None:
         docs = [list(rng.choice(words, args.doc_terms, p=zipf)) for _ in range(count)]
         frame = pd.DataFrame({"query_terms": [query] * count, "doc_tokens": docs})
         drmm_p50, drmm_p95 = percentiles(
-            lambda docs=docs: rerank(model, vocabulary, query, docs, config.histograms.bins),
-            args.repeats,
+            partial(rerank, model, vocabulary, query, docs, config.histograms.bins), args.repeats
         )
-        wmd_p50, wmd_p95 = percentiles(lambda frame=frame: wmd.score(frame), args.wmd_repeats)
+        wmd_p50, wmd_p95 = percentiles(partial(wmd.score, frame), args.wmd_repeats)
         print(
             f"{count:>6}{drmm_p50:>13.2f}{drmm_p95:>9.2f}{wmd_p50:>12.1f}{wmd_p95:>9.1f}"
             f"{wmd_p50 / drmm_p50:>9.0f}x"

@@ -78,7 +78,14 @@ def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> 
     if variant == "nh":
         lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
         return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
+    if np.issubdtype(counts.dtype, np.integer) and counts.dtype.itemsize <= 2:
+        return _LOG1P_INT16[counts.astype(np.int64) & 0xFFFF]  # a table: log1p costs ~10x more
     return np.log1p(counts, dtype=np.float32)
+
+
+# ln(1 + c) for every int16 count (the stored type), so LCH is a lookup; counts are never
+# negative, the upper half of the table is never read.
+_LOG1P_INT16 = np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32)
 
 
 def shared_unigrams(
@@ -152,6 +159,18 @@ class Vocabulary:
         for position in np.flatnonzero(ids < 0):  # rare: stale IDF table
             ids[position] = -1 - zlib.crc32(str(array[position]).encode("utf-8"))
         return ids
+
+    def distinct(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct ids, sorted; each id's position among them): `np.unique` with
+        `return_inverse`, by marking a vocabulary-sized table instead of sorting."""
+        if ids.size and ids.min() < 0:  # words outside the vocabulary: sort after all
+            distinct, positions = np.unique(ids, return_inverse=True)
+            return distinct, positions.ravel()
+        present = np.zeros(len(self.words), dtype=bool)
+        present[ids] = True
+        distinct = np.flatnonzero(present)
+        rank = np.cumsum(present) - 1
+        return distinct, rank[ids]
 
     def unit_vectors(self, ids: np.ndarray) -> np.ndarray:
         """Vectors of `ids`; zeros for unknown words."""

@@ -23,7 +23,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -320,14 +320,14 @@ def query_features(vocabulary: Vocabulary, terms: Iterable[str]) -> QueryFeature
 
 
 def document_features(
-    vocabulary: Vocabulary, query: QueryFeatures, documents: list[Iterable[str]], bins: int
+    vocabulary: Vocabulary, query: QueryFeatures, documents: Sequence[Iterable[str]], bins: int
 ) -> list[dict[str, Any]]:
     """Histogram counts (flattened, int16), length, common unigrams and bigrams of each
     document against one query: one matrix product for all of them."""
     words = [list(d) for d in documents]
     lengths = np.array([len(d) for d in words], dtype=np.int64)
     everything = vocabulary.ids([w for d in words for w in d])
-    distinct, word_of = np.unique(everything, return_inverse=True)
+    distinct, word_of = vocabulary.distinct(everything)
     counts = histogram_counts(
         query.vectors,
         query.ids,
@@ -335,7 +335,7 @@ def document_features(
         distinct,
         lengths,
         bins,
-        word_of=word_of.ravel(),
+        word_of=word_of,
     )
     unigrams = shared_unigrams(query.ids, everything, lengths)
     bigrams = shared_bigrams(query.ids, everything, lengths)

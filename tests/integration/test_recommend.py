@@ -4,6 +4,7 @@ scores in Spark, Delta outputs."""
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
 from pyspark.sql import functions as F
@@ -46,7 +47,7 @@ def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
     assert first.unknown_ids == [999_999_999]
     assert first.model == f"{config.mlflow.model_name} v{version}"
     table = read_delta(spark, table_path(config, "gold", "recommendations"))
-    rows = table.toPandas()
+    rows = pd.DataFrame(table.toPandas())
     assert set(rows["candidate_id"]) == set(chosen)
     k = config.evaluation.k
     own = {
@@ -65,7 +66,9 @@ def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
 
     again = run_recommend(spark, config, chosen[:2])  # replaces only these two candidates
     assert again.rows == len(rows[rows["candidate_id"].isin(chosen[:2])])
-    after = read_delta(spark, table_path(config, "gold", "recommendations")).toPandas()
+    after = pd.DataFrame(
+        read_delta(spark, table_path(config, "gold", "recommendations")).toPandas()
+    )
     assert len(after) == len(rows) and not after.duplicated(["candidate_id", "rank"]).any()
 
     shown = show_candidate(spark, config, chosen[0])
