@@ -13,7 +13,7 @@ import pandas as pd
 
 from jobrec_core import manifest
 from jobrec_core.config import JobrecConfig
-from jobrec_core.evaluation import SEED_CURVE, EvaluationReport
+from jobrec_core.evaluation import BM25, SEED_CURVE, EvaluationReport
 from jobrec_core.io import local_path, table_path
 
 CURVE_PLOT = "learning_curve_sizes.png"
@@ -57,14 +57,16 @@ def curve_figure(report: EvaluationReport) -> Any:
     import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(6, 4))
-    sizes = [p.triples for p in report.curve]
-    axis.plot(sizes, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
-    axis.plot(sizes, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
-    if all(p.triples == p.configured for p in report.curve):  # same sizes as the seed's
-        seed_sizes = sorted(SEED_CURVE)
-        axis.plot(seed_sizes, [SEED_CURVE[s][0] for s in seed_sizes], "--", label="seed accuracy")
-        axis.plot(seed_sizes, [SEED_CURVE[s][1] for s in seed_sizes], "--", label="seed MAP")
-    axis.set_xlabel("training triples")
+    # Both curves against the share of their largest sample: the demo has fewer triples.
+    largest = max(p.triples for p in report.curve)
+    shares = [p.triples / largest for p in report.curve]
+    axis.plot(shares, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
+    axis.plot(shares, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
+    seed_sizes = sorted(SEED_CURVE)
+    seed_shares = [s / seed_sizes[-1] for s in seed_sizes]
+    axis.plot(seed_shares, [SEED_CURVE[s][0] for s in seed_sizes], "--", label="seed accuracy")
+    axis.plot(seed_shares, [SEED_CURVE[s][1] for s in seed_sizes], "--", label="seed MAP")
+    axis.set_xlabel(f"share of the largest sample (ours {largest:,}, seed's {seed_sizes[-1]:,})")
     axis.set_ylim(0.5, 1.0)
     axis.grid(alpha=0.3)
     axis.legend(loc="lower right")
@@ -125,11 +127,33 @@ def markdown(report: EvaluationReport, command: str, context: dict[str, str]) ->
         "```",
         "",
     ]
+    lines += findings(report)
     if report.curve:
         lines += [f"![learning curve]({CURVE_PLOT})", ""]
     if report.ground_truth:
         lines += [f"![ground truth]({GROUND_TRUTH_PLOT})", ""]
     return "\n".join(lines)
+
+
+def findings(report: EvaluationReport) -> list[str]:
+    """One generated sentence per experiment: what the numbers say, for the reader in a hurry."""
+    lines = []
+    rerankers = [r for r in report.protocol if r.ranker != BM25]
+    if rerankers:
+        best = max(rerankers, key=lambda r: r.map)
+        lines.append(
+            f"- Seed's protocol: the best MAP@{report.k} is {best.ranker}'s ({best.map:.3f})."
+        )
+    others = [g for g in report.ground_truth if g.ranker != BM25]
+    bm25 = next((g for g in report.ground_truth if g.ranker == BM25), None)
+    if bm25 is not None and others:
+        best_gt = max(others, key=lambda g: g.precision)
+        verdict = "beats" if best_gt.precision > bm25.precision else "does not beat"
+        lines.append(
+            f"- Ground truth: the best re-ranker, {best_gt.ranker} (P@{report.k} "
+            f"{best_gt.precision:.3f}), {verdict} BM25's own order ({bm25.precision:.3f})."
+        )
+    return [*lines, ""] if lines else []
 
 
 def figures(report: EvaluationReport) -> dict[str, Any]:

@@ -78,6 +78,14 @@ def test_report_prints_ours_next_to_the_seeds_figures():
     )
 
 
+def test_findings_say_whether_a_reranker_beats_bm25():
+    judged = report()
+    judged.ground_truth.append(GroundTruthRow("DRMM v1", 0.55, 0.6, 6.0))
+    text = markdown(judged, "jobrec demo", {})
+    assert "the best MAP@10 is DRMM v1's (0.950)" in text
+    assert "DRMM v1 (P@10 0.550), does not beat BM25's own order (0.600)" in text
+
+
 def test_metric_names_are_flat_and_skip_missing_accuracy():
     values = metrics(report())
     assert values["protocol.drmm_v1.accuracy"] == 0.9
