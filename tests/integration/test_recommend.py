@@ -31,13 +31,15 @@ def quick(config: JobrecConfig, **evaluation) -> JobrecConfig:
 
 @pytest.fixture(scope="module")
 def champion(spark, tiny, tiny_pairs):
-    """DRMM v1 trained on the tiny pairs and made champion."""
+    """DRMM v1 trained on the tiny pairs and made champion for this module only (the
+    registry is shared with the promotion tests, which start without a champion)."""
     config = quick(tiny[0], ground_truth_candidates=40)
     outcome = run_training(spark, config, fresh=True)
-    MlflowClient(config.mlflow.tracking_uri).set_registered_model_alias(
-        config.mlflow.model_name, config.mlflow.champion_alias, str(outcome.version)
-    )
-    return config, str(outcome.version)
+    client = MlflowClient(config.mlflow.tracking_uri)
+    name, alias = config.mlflow.model_name, config.mlflow.champion_alias
+    client.set_registered_model_alias(name, alias, str(outcome.version))
+    yield config, str(outcome.version)
+    client.delete_registered_model_alias(name, alias)
 
 
 def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
