@@ -67,7 +67,7 @@ class Searched:
 def search_candidates(
     spark: SparkSession, config: JobrecConfig, candidates: DataFrame, name: str, source: str
 ) -> Searched:
-    """Steps 1 (see the module) for `candidates` (`candidate_id, sequence`); the results go to
+    """Step 1 (see the module) for `candidates` (`candidate_id, sequence`); the results go to
     `silver/<name>`."""
     embeddings = manifest.current(config, "embeddings")
     jobs = read_delta(spark, embeddings["jobs"])
