@@ -15,6 +15,7 @@ from jobrec_core import manifest
 from jobrec_core.config import JobrecConfig
 from jobrec_core.evaluation import BM25, SEED_CURVE, EvaluationReport
 from jobrec_core.io import local_path, table_path
+from jobrec_core.plots import chart
 
 CURVE_PLOT = "learning_curve_sizes.png"
 GROUND_TRUTH_PLOT = "ground_truth.png"
@@ -51,59 +52,33 @@ def _key(ranker: str) -> str:
 
 
 def curve_figure(report: EvaluationReport) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(6, 4))
-    # Both curves against the share of their largest sample: the demo has fewer triples.
-    largest = max(p.triples for p in report.curve)
-    shares = [p.triples / largest for p in report.curve]
-    axis.plot(shares, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
-    axis.plot(shares, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
-    seed_sizes = sorted(SEED_CURVE)
-    seed_shares = [s / seed_sizes[-1] for s in seed_sizes]
-    axis.plot(seed_shares, [SEED_CURVE[s][0] for s in seed_sizes], "--", label="seed accuracy")
-    axis.plot(seed_shares, [SEED_CURVE[s][1] for s in seed_sizes], "--", label="seed MAP")
-    axis.set_xlabel(f"share of the largest sample (ours {largest:,}, seed's {seed_sizes[-1]:,})")
-    axis.set_ylim(0.5, 1.0)
-    axis.grid(alpha=0.3)
-    axis.legend(loc="lower right")
-    axis.set_title("DRMM learning curve")
-    figure.tight_layout()
-    plt.close(figure)
+    with chart((6, 4), "DRMM learning curve", (0.5, 1.0)) as (figure, axis):
+        # Both curves against the share of their largest sample: the demo has fewer triples.
+        largest = max(p.triples for p in report.curve)
+        shares = [p.triples / largest for p in report.curve]
+        axis.plot(shares, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
+        axis.plot(shares, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
+        seed_sizes = sorted(SEED_CURVE)
+        seed_shares = [s / seed_sizes[-1] for s in seed_sizes]
+        axis.plot(seed_shares, [SEED_CURVE[s][0] for s in seed_sizes], "--", label="seed accuracy")
+        axis.plot(seed_shares, [SEED_CURVE[s][1] for s in seed_sizes], "--", label="seed MAP")
+        axis.set_xlabel(
+            f"share of the largest sample (ours {largest:,}, seed's {seed_sizes[-1]:,})"
+        )
     return figure
 
 
 def ground_truth_figure(report: EvaluationReport) -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(7, 4))
-    names = [g.ranker for g in report.ground_truth]
-    positions = range(len(names))
-    axis.bar(
-        [p - 0.2 for p in positions],
-        [g.precision for g in report.ground_truth],
-        0.4,
-        label=f"P@{report.k}",
-    )
-    axis.bar(
-        [p + 0.2 for p in positions],
-        [g.ndcg for g in report.ground_truth],
-        0.4,
-        label=f"nDCG@{report.k}",
-    )
-    axis.set_xticks(list(positions), names)
-    axis.set_ylim(0, 1)
-    axis.grid(alpha=0.3, axis="y")
-    axis.legend(loc="lower right")
-    axis.set_title("Top 10 of BM25's 100, judged against latent interests")
-    figure.tight_layout()
-    plt.close(figure)
+    title = "Top 10 of BM25's 100, judged against latent interests"
+    with chart((7, 4), title, (0, 1), grid="y") as (figure, axis):
+        names = [g.ranker for g in report.ground_truth]
+        positions = range(len(names))
+        for offset, values, label in (
+            (-0.2, [g.precision for g in report.ground_truth], f"P@{report.k}"),
+            (0.2, [g.ndcg for g in report.ground_truth], f"nDCG@{report.k}"),
+        ):
+            axis.bar([p + offset for p in positions], values, 0.4, label=label)
+        axis.set_xticks(list(positions), names)
     return figure
 
 

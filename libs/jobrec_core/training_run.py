@@ -34,6 +34,7 @@ from jobrec_core.batches import snapshot_files
 from jobrec_core.config import JobrecConfig
 from jobrec_core.io import delta_version, local_path, read_delta
 from jobrec_core.model import DrmmSpec
+from jobrec_core.plots import chart
 from jobrec_core.training import (
     EpochRecord,
     TrainPlan,
@@ -281,29 +282,18 @@ def model_entry(model_version: str) -> str:
 
 def learning_curve(history: list[EpochRecord]) -> Any:
     """Train accuracy, dev accuracy and dev MAP per epoch (phases one after the other)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axis = plt.subplots(figsize=(7, 4))
-    steps = list(range(1, len(history) + 1))
-    for key, label in (
-        ("train_accuracy", "train accuracy"),
-        ("dev_accuracy", "dev accuracy"),
-        ("dev_map", "dev MAP"),
-    ):
-        axis.plot(steps, [getattr(r, key) for r in history], marker="o", label=label)
-    for position, (before, after) in enumerate(pairwise(history), start=1):
-        if after.phase != before.phase:
-            axis.axvline(position + 0.5, color="grey", linestyle="--", linewidth=1)
-    axis.set_xlabel("epoch")
-    axis.set_ylim(0, 1)
-    axis.grid(alpha=0.3)
-    axis.legend(loc="lower right")
-    axis.set_title("DRMM learning curve")
-    figure.tight_layout()
-    plt.close(figure)
+    with chart((7, 4), "DRMM learning curve", (0, 1)) as (figure, axis):
+        steps = list(range(1, len(history) + 1))
+        for key, label in (
+            ("train_accuracy", "train accuracy"),
+            ("dev_accuracy", "dev accuracy"),
+            ("dev_map", "dev MAP"),
+        ):
+            axis.plot(steps, [getattr(r, key) for r in history], marker="o", label=label)
+        for position, (before, after) in enumerate(pairwise(history), start=1):
+            if after.phase != before.phase:
+                axis.axvline(position + 0.5, color="grey", linestyle="--", linewidth=1)
+        axis.set_xlabel("epoch")
     return figure
 
 

@@ -20,7 +20,7 @@ from jobrec_core.evaluation import (
 )
 from jobrec_core.metrics import average_precision_at_k, rank_within_queries
 from jobrec_core.rerank import Bm25Scorer, WmdScorer, score_column
-from jobrec_core.results import markdown, metrics
+from jobrec_core.results import markdown, metrics, write_report
 
 
 def test_curve_sizes_keep_the_seeds_proportions_when_the_data_is_smaller():
@@ -84,6 +84,13 @@ def test_findings_say_whether_a_reranker_beats_bm25():
     text = markdown(judged, "jobrec demo", {})
     assert "the best MAP@10 is DRMM v1's (0.950)" in text
     assert "DRMM v1 (P@10 0.550), does not beat BM25's own order (0.600)" in text
+
+
+def test_report_files_are_written_with_their_plots(tmp_path):
+    results = write_report(report(), tmp_path, "jobrec demo", {"dataset": "tiny"})
+    assert "](learning_curve_sizes.png)" in results.read_text()
+    assert (tmp_path / "learning_curve_sizes.png").stat().st_size > 0
+    assert (tmp_path / "ground_truth.png").stat().st_size > 0
 
 
 def test_metric_names_are_flat_and_skip_missing_accuracy():
