@@ -132,16 +132,15 @@ def _recommend(config: JobrecConfig, candidate: int, refresh: bool) -> int:
     (with the local Elasticsearch node, started for the purpose if it is not running)."""
     from pyspark.sql import functions as F
 
-    from jobrec_core.io import read_delta, table_path
+    from jobrec_core.io import is_delta_table, read_delta, table_path
     from jobrec_core.recommend import run_recommend, show_candidate
     from jobrec_core.spark import get_spark
 
     spark = get_spark(config)
     path = table_path(config, "gold", "recommendations")
-    try:
-        known = read_delta(spark, path).where(F.col("candidate_id") == candidate).limit(1).count()
-    except Exception:  # no table yet
-        known = 0
+    known = is_delta_table(spark, path) and bool(
+        read_delta(spark, path).where(F.col("candidate_id") == candidate).limit(1).count()
+    )
     if refresh or not known:
         with _local_node(config):
             print(run_recommend(spark, config, [candidate]).format(), file=sys.stderr)

@@ -33,7 +33,15 @@ from pyspark.sql import functions as F
 from jobrec_core import manifest
 from jobrec_core.batches import snapshot_files
 from jobrec_core.config import JobrecConfig
-from jobrec_core.io import delta_version, local_path, read_delta, table_path, write_delta
+from jobrec_core.io import (
+    RawLocations,
+    delta_version,
+    is_delta_table,
+    local_path,
+    read_delta,
+    table_path,
+    write_delta,
+)
 from jobrec_core.metrics import (
     Ranked,
     average_precision_at_k,
@@ -395,13 +403,9 @@ def with_relevance(documents: DataFrame, jobs: DataFrame, truth: DataFrame) -> D
 def ground_truth(
     spark: SparkSession, config: JobrecConfig, drmm: list[Scorer], tokens: DataFrame
 ) -> tuple[list[GroundTruthRow], int]:
-    from jobrec_core.io import RawLocations
-
     count = config.evaluation.ground_truth_candidates
     truth_path = RawLocations.of(config).ground_truth
-    from delta.tables import DeltaTable
-
-    if count <= 0 or not DeltaTable.isDeltaTable(spark, truth_path):
+    if count <= 0 or not is_delta_table(spark, truth_path):
         log.info("ground truth: skipped (no generator ground truth, or 0 candidates asked for)")
         return [], 0
     embeddings = manifest.current(config, "embeddings")
@@ -425,7 +429,7 @@ def ground_truth(
     with arrow_batch(spark, config.histograms.map_queries_per_batch):
         scored = _collect(
             score_documents(
-                rerank_inputs(spark, config, labelled).join(tokens, "job_id"),
+                rerank_inputs(spark, config, searched, labelled).join(tokens, "job_id"),
                 rankers,
                 "candidate_id LONG, job_id INT, label INT",
             )

@@ -62,6 +62,13 @@ def read_delta(spark: SparkSession, path: str) -> DataFrame:
     return spark.read.format("delta").load(path)
 
 
+def is_delta_table(spark: SparkSession, path: str) -> bool:
+    """Whether a Delta table exists at `path` (a first run, or no ground truth for real data)."""
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, path))
+
+
 def local_path(location: str) -> str:
     """A path Python's file functions can open: `dbfs:/x` is `/dbfs/x` on Databricks."""
     if location.startswith("dbfs:/"):

@@ -25,12 +25,13 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from jobrec_core import manifest
 from jobrec_core.config import JobrecConfig
-from jobrec_core.io import local_path, read_delta, table_path, write_delta
+from jobrec_core.io import is_delta_table, local_path, read_delta, table_path, write_delta
 from jobrec_core.model import Drmm
 from jobrec_core.pairs import (
     arrow_batch,
@@ -62,6 +63,7 @@ class Searched:
     candidates: int
     empty_query: int
     failed: int
+    words_and_idf: Broadcast  # the embeddings' (words, IDF), for the features too
 
 
 def search_candidates(
@@ -112,7 +114,7 @@ def search_candidates(
         config.quality.error_budget_fraction,
     )
     total = queries.count()
-    return Searched(queries, retrieved, index, total, total - searched, failed)
+    return Searched(queries, retrieved, index, total, total - searched, failed, words_and_idf)
 
 
 def candidate_documents(searched: Searched, split: str) -> DataFrame:
@@ -137,18 +139,20 @@ def candidate_documents(searched: Searched, split: str) -> DataFrame:
     )
 
 
-def rerank_inputs(spark: SparkSession, config: JobrecConfig, documents: DataFrame) -> DataFrame:
-    """Step 3: `candidate_documents`-shaped rows -> rows of `pairs.MAP_SCHEMA` with features."""
+def rerank_inputs(
+    spark: SparkSession, config: JobrecConfig, searched: Searched, documents: DataFrame
+) -> DataFrame:
+    """Step 3: `candidate_documents(searched)`-shaped rows -> rows of `pairs.MAP_SCHEMA` with
+    features."""
     embeddings = manifest.current(config, "embeddings")
     jobs = read_delta(spark, embeddings["jobs"])
-    words_and_idf = broadcast_idf(spark, embeddings)
     tokens = document_tokens(
         jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
     )
     return map_features(
         documents.join(tokens, "job_id"),
         local_path(embeddings["vectors"]),
-        words_and_idf,
+        searched.words_and_idf,
         config.histograms.bins,
     )
 
@@ -244,7 +248,7 @@ def run_recommend(
         spark, config, candidates, "recommendation_retrieval", QUARANTINE_SOURCE
     )
     scorer = DrmmScorer.of(spark, f"DRMM {champion.version}", champion.model)
-    inputs = rerank_inputs(spark, config, candidate_documents(searched, "recommend"))
+    inputs = rerank_inputs(spark, config, searched, candidate_documents(searched, "recommend"))
     scored = score_documents(inputs, [scorer], SCORED_KEEP)
     jobs = read_delta(spark, manifest.current(config, "embeddings")["jobs"]).select(
         "job_id", "title"
@@ -267,7 +271,7 @@ def run_recommend(
     )
     path = table_path(config, "gold", "recommendations")
     replace_where = None
-    if candidate_ids is not None and _exists(spark, path):
+    if candidate_ids is not None and is_delta_table(spark, path):
         replace_where = (
             f"candidate_id IN ({', '.join(str(int(i)) for i in sorted(set(candidate_ids)))})"
         )
@@ -291,12 +295,6 @@ def run_recommend(
         index=searched.index,
         table=path,
     )
-
-
-def _exists(spark: SparkSession, path: str) -> bool:
-    from delta.tables import DeltaTable
-
-    return bool(DeltaTable.isDeltaTable(spark, path))
 
 
 def show_candidate(spark: SparkSession, config: JobrecConfig, candidate_id: int) -> str:
