@@ -12,11 +12,10 @@ quarantine table.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from jobrec_core.pairs import run_build_pairs
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -30,5 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 from jobrec_core.stack_check import CHECKS, StackContext, format_report, run_checks
 
@@ -38,5 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0 if all(r.ok for r in results) else 1
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

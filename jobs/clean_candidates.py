@@ -10,11 +10,10 @@ prints the funnel: how many candidates and jobs each rule removed.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from jobrec_core.cleaning import run_cleaning
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -28,5 +27,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

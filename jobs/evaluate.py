@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from jobrec_core.evaluation import run_evaluation
 from jobrec_core.results import publish
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -47,5 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -10,13 +10,12 @@ seed's 0.45 included). Prints the table and saves the curve as a PNG.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from jobrec_core.cleaning import evaluate_noise_filter, plot_noise_filter_curve
 from jobrec_core.io import local_path, table_path
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 
 SWEEP = [round(0.40 + 0.01 * i, 2) for i in range(31)]
@@ -47,5 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -9,12 +9,11 @@ folder, so a rerun never duplicates.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from collections.abc import Sequence
 
 from jobrec_core.generate import generate_dataset
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -32,5 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -11,11 +11,10 @@ atomic step. Documents Elasticsearch refuses go to the quarantine table. The con
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from jobrec_core.indexing import run_indexing
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -29,5 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from jobrec_core.ingest import ingest_raw
 from jobrec_core.quality import DataQualityError
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 
 
@@ -34,5 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -13,12 +13,11 @@ the model version. Exit code 0 either way; 1 with `--require-promotion` when not
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
 from jobrec_core import manifest
 from jobrec_core.registry import promote
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 from jobrec_core.training_run import held_out_files
 
@@ -43,5 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 1 if args.require_promotion and not decision.promoted else 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

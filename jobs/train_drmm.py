@@ -14,10 +14,9 @@ starts over. Promote with jobs/promote_model.py.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 
-from jobrec_core.runtime import add_common_arguments, start_job
+from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.spark import get_spark
 from jobrec_core.training_run import run_training
 
@@ -38,5 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+run = entry_point(main)
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -5,6 +5,7 @@ jobrec index versions|rollback  the versions of the jobs index; point the alias 
 jobrec demo                     start the node, prove every component, print the report
 jobrec recommend --candidate ID a candidate's past jobs and their ten recommendations
 jobrec config                   print the resolved configuration (secrets are never in it)
+jobrec bundle -t prod           resolve and check the Databricks bundle, offline (docs/DEPLOY.md)
 """
 
 from __future__ import annotations
@@ -57,12 +58,28 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     add_common_arguments(commands.add_parser("config", help="print the resolved configuration"))
+
+    bundle = commands.add_parser(
+        "bundle", help="resolve the Databricks bundle for a target and check it, offline"
+    )
+    bundle.add_argument("-t", "--target", default=None, help="bundle target (default: its default)")
+    bundle.add_argument(
+        "--var",
+        dest="variables",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a bundle variable, as `databricks bundle --var`",
+    )
+    bundle.add_argument("--folder", default="deploy", help="folder of databricks.yml")
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     setup_logging()
+    if args.command == "bundle":
+        return _bundle(Path(args.folder), args.target, args.variables)
     try:
         config = config_from_args(args)
         if args.command == "es":
@@ -80,6 +97,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ConfigError, LocalNodeError) as error:
         print(f"jobrec: {error}", file=sys.stderr)
         return 2
+
+
+def _bundle(folder: Path, target: str | None, variables: list[str]) -> int:
+    """Print the workflows of the target, then every problem found; 1 when there is one."""
+    from jobrec_core.bundle import (
+        BundleError,
+        check_bundle,
+        describe,
+        installed_entry_points,
+        load_bundle,
+    )
+
+    try:
+        overrides = dict(item.split("=", 1) for item in variables)
+        bundle = load_bundle(folder, target, overrides)
+    except (BundleError, ValueError) as error:
+        print(f"jobrec bundle: {error}", file=sys.stderr)
+        return 2
+    print(describe(bundle))
+    problems = check_bundle(bundle, installed_entry_points(), folder.parent / "conf")
+    for problem in problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    print(f"{len(problems)} problem(s)" if problems else "bundle OK (offline checks)")
+    return 1 if problems else 0
 
 
 def _es(config: JobrecConfig, action: str, purge: bool) -> int:

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from jobrec_core.config import JobrecConfig, load_config
 
@@ -69,3 +69,20 @@ def quiet_petastorm() -> None:
     imports put a catch-all "once" filter in front of earlier ones."""
     for category in (FutureWarning, ResourceWarning):
         warnings.filterwarnings("ignore", category=category, module=r"petastorm(\.|$)")
+
+
+def entry_point(main: Callable[[], int]) -> Callable[[], None]:
+    """The wheel's console script for a job (`jobrec-<stage>`), and its `__main__`.
+
+    A Databricks Python wheel task calls the entry point's function and ignores what it returns,
+    so a job that reports failure by its return value would pass there. This wrapper turns a
+    non-zero status into `SystemExit`, which fails the task, the console script and
+    `spark-submit` alike; success returns normally."""
+
+    def run() -> None:
+        status = main()
+        if status:
+            raise SystemExit(status)
+
+    run.__doc__ = f"Run {main.__module__} with the arguments of the command line."
+    return run

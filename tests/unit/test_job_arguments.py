@@ -1,9 +1,10 @@
-"""The stage-5 entry points parse what the README and the bundle pass them."""
+"""The entry points parse what the README and the bundle pass them, and exit with their status."""
 
 from __future__ import annotations
 
 import pytest
 
+from jobrec_core.runtime import entry_point
 from jobs import evaluate, recommend
 
 
@@ -24,3 +25,10 @@ def test_evaluate_takes_a_report_folder_and_overrides():
         "docs",
         ["evaluation.learning_curve=false"],
     )
+
+
+def test_an_entry_point_fails_with_the_status_of_its_job_and_returns_on_success():
+    assert entry_point(lambda: 0)() is None
+    with pytest.raises(SystemExit) as failed:
+        entry_point(lambda: 3)()
+    assert failed.value.code == 3
