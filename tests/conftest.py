@@ -57,22 +57,23 @@ def spark(config: JobrecConfig):
 
 
 @pytest.fixture(scope="session")
-def tiny(spark, state_root, tmp_path_factory):
-    """The tiny preset generated and ingested once: (config, generation counts, reports).
+def tiny_overrides(state_root: Path, tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """The `--set` overrides of the tiny preset's configuration: its own state folder, and
+    the session's Elasticsearch node (when a test starts it)."""
+    return [
+        *state_overrides(tmp_path_factory.mktemp("tiny")),
+        "data.preset=tiny",
+        f"elasticsearch.local.workdir={state_root / 'es'}",
+    ]
 
-    Its configuration uses the session's Elasticsearch node (when a test starts it)."""
+
+@pytest.fixture(scope="session")
+def tiny(spark, tiny_overrides):
+    """The tiny preset generated and ingested once: (config, generation counts, reports)."""
     from jobrec_core.generate import generate_dataset
     from jobrec_core.ingest import ingest_raw
 
-    config = load_config(
-        "local",
-        [
-            *state_overrides(tmp_path_factory.mktemp("tiny")),
-            "data.preset=tiny",
-            f"elasticsearch.local.workdir={state_root / 'es'}",
-        ],
-        REPO / "conf",
-    )
+    config = load_config("local", tiny_overrides, REPO / "conf")
     counts = generate_dataset(spark, config)
     reports = {r.source: r for r in ingest_raw(spark, config)}
     return config, counts, reports

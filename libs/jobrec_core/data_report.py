@@ -1,19 +1,38 @@
-"""What a dataset looks like: counts and distributions of the bronze tables, with plots.
+"""What a dataset looks like: counts and distributions of the bronze tables, with plots, and
+what the pipeline made of it (table sizes, quarantine reasons, cleaned candidates' examples).
 
-`jobrec data report` prints this and saves the plots; `docs/DATA.md` shows them for the demo
-preset. All aggregation happens in Spark; only the small distributions reach the driver.
+`jobrec data report` prints the profile and saves the plots; `docs/DATA.md` shows them for the
+demo preset; notebooks/01_data_exploration.py shows all of it. All aggregation happens in
+Spark; only small distributions and examples reach the driver.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.io import RawLocations, read_delta, table_path
+from jobrec_core.io import Layer, RawLocations, is_delta_table, read_delta, table_path
+
+# Every table of the pipeline, in the order the stages write them.
+PIPELINE_TABLES: tuple[tuple[Layer, str], ...] = (
+    ("bronze", "jobs"),
+    ("bronze", "candidates"),
+    ("bronze", "quarantine"),
+    ("silver", "jobs"),
+    ("silver", "candidates"),
+    ("silver", "job_similarity"),
+    ("silver", "queries"),
+    ("silver", "retrieval"),
+    ("gold", "pairs/triples"),
+    ("gold", "pairs/map_sets"),
+    ("gold", "recommendations"),
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +81,13 @@ def profile_dataset(spark: SparkSession, config: JobrecConfig) -> DataProfile:
         (F.size("sequence") >= rules.min_jobs)
         & (F.array_max("sequence.score") >= rules.min_top_score)
     ).count()
+    # Only generated data has a ground truth (real data has no labelled noise).
     truth_path = RawLocations.of(config).ground_truth
-    truth = read_delta(spark, truth_path).agg(F.sum(F.size("noise_job_ids")).alias("noise")).first()
+    truth = (
+        read_delta(spark, truth_path).agg(F.sum(F.size("noise_job_ids")).alias("noise")).first()
+        if is_delta_table(spark, truth_path)
+        else None
+    )
     return DataProfile(
         dataset=config.data.preset,
         jobs=int(job_stats["jobs"]),
@@ -112,12 +136,23 @@ def _distribution(counts: dict[int, int], head: int) -> str:
 
 def save_plots(profile: DataProfile, folder: Path) -> Path:
     """One PNG with the three distributions; returns its path."""
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    figure = profile_figure(profile)
+    path = folder / f"data_{profile.dataset}.png"
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+    return path
+
+
+def profile_figure(profile: DataProfile) -> Any:
+    """Jobs per candidate, interest scores and jobs per occupation, side by side."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    folder.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(1, 3, figsize=(15, 4))
     lengths = {k: v for k, v in profile.sequence_lengths.items() if k <= 30}
     axes[0].bar(list(lengths), list(lengths.values()), color="#4472c4")
@@ -128,7 +163,57 @@ def save_plots(profile: DataProfile, folder: Path) -> Path:
     axes[2].set(title="Jobs per occupation", xlabel="occupation rank", ylabel="jobs", yscale="log")
     figure.suptitle(f"Dataset '{profile.dataset}'")
     figure.tight_layout()
-    path = folder / f"data_{profile.dataset}.png"
-    figure.savefig(path, dpi=90)
-    plt.close(figure)
-    return path
+    return figure
+
+
+def layer_counts(spark: SparkSession, config: JobrecConfig) -> pd.DataFrame:
+    """Rows of every pipeline table that exists yet (layer, table, rows)."""
+    rows = [
+        (layer, name, read_delta(spark, path).count())
+        for layer, name in PIPELINE_TABLES
+        if is_delta_table(spark, path := table_path(config, layer, name))
+    ]
+    return pd.DataFrame(rows, columns=["layer", "table", "rows"])
+
+
+def quarantine_reasons(spark: SparkSession, config: JobrecConfig) -> pd.DataFrame:
+    """Quarantined records per stage (source) and reason, most frequent first."""
+    path = table_path(config, "bronze", "quarantine")
+    if not is_delta_table(spark, path):
+        return pd.DataFrame(columns=["source", "reason", "records"])
+    counts = read_delta(spark, path).groupBy("source", "reason").agg(F.count("*").alias("records"))
+    return pd.DataFrame(counts.orderBy(F.desc("records")).toPandas())
+
+
+def candidate_examples(
+    spark: SparkSession, config: JobrecConfig, count: int, seed: int
+) -> pd.DataFrame:
+    """`count` cleaned candidates (a seeded choice) job by job, as ingested: score, title,
+    their mean WM similarity to the candidate's other jobs, and whether cleaning kept the job."""
+    cleaned = read_delta(spark, table_path(config, "silver", "candidates"))
+    chosen = (
+        cleaned.select("candidate_id", F.col("sequence.job_id").alias("kept"))
+        .orderBy(F.hash("candidate_id", F.lit(seed)))
+        .limit(count)
+    )
+    jobs = read_delta(spark, table_path(config, "bronze", "jobs")).select("job_id", "title")
+    similarity = read_delta(spark, table_path(config, "silver", "job_similarity")).select(
+        "candidate_id", "job_id", F.col("mean_high").alias("wm_similarity")
+    )
+    examples = (
+        read_delta(spark, table_path(config, "bronze", "candidates"))
+        .join(chosen, "candidate_id")
+        .select("candidate_id", "kept", F.posexplode("sequence").alias("position", "entry"))
+        .select(
+            "candidate_id",
+            "position",
+            F.col("entry.job_id").alias("job_id"),
+            F.col("entry.score").alias("score"),
+            F.array_contains("kept", F.col("entry.job_id")).alias("kept"),
+        )
+        .join(jobs, "job_id", "left")
+        .join(similarity, ["candidate_id", "job_id"], "left")
+        .orderBy("candidate_id", "position")
+    )
+    columns = ["candidate_id", "position", "score", "title", "wm_similarity", "kept"]
+    return pd.DataFrame(examples.select(*columns).toPandas())

@@ -24,7 +24,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
+import pandas as pd
 from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
@@ -44,6 +46,7 @@ from jobrec_core.pairs import (
     retrieve,
     serving_index,
 )
+from jobrec_core.plots import chart
 from jobrec_core.quality import QualityReport, enforce_budget
 from jobrec_core.rerank import DrmmScorer, score_column, score_documents
 from jobrec_core.search import make_client, resolve_connection
@@ -314,12 +317,7 @@ def show_candidate(spark: SparkSession, config: JobrecConfig, candidate_id: int)
     )
     if not past:
         return f"candidate {candidate_id} is not among the cleaned candidates"
-    recommended = (
-        read_delta(spark, table_path(config, "gold", "recommendations"))
-        .where(F.col("candidate_id") == candidate_id)
-        .orderBy("rank")
-        .collect()
-    )
+    recommended = recommendations_of(spark, config, candidate_id).to_dict("records")
     lines = [f"Candidate {candidate_id}: jobs of interest (score, title)"]
     lines += [f"  {r['score']:>2}  {r['title']}  [{r['job_id']}]" for r in past]
     if not recommended:
@@ -332,3 +330,43 @@ def show_candidate(spark: SparkSession, config: JobrecConfig, candidate_id: int)
         for r in recommended
     ]
     return "\n".join(lines)
+
+
+def recommendations_of(
+    spark: SparkSession, config: JobrecConfig, candidate_id: int
+) -> pd.DataFrame:
+    """The candidate's rows of gold/recommendations, best first (empty when none)."""
+    path = table_path(config, "gold", "recommendations")
+    if not is_delta_table(spark, path):
+        return pd.DataFrame()
+    rows = read_delta(spark, path).where(F.col("candidate_id") == candidate_id).orderBy("rank")
+    return pd.DataFrame(rows.toPandas())
+
+
+def recommended_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> list[int]:
+    """The first `count` candidates (by id) that have recommendations."""
+    path = table_path(config, "gold", "recommendations")
+    if not is_delta_table(spark, path):
+        return []
+    ids = read_delta(spark, path).select("candidate_id").distinct().orderBy("candidate_id")
+    return [int(row["candidate_id"]) for row in ids.limit(count).collect()]
+
+
+def rank_figure(recommendations: pd.DataFrame) -> Any:
+    """Where each recommended job stood in BM25's 100 and where the re-ranker put it."""
+    deepest = int(recommendations["bm25_rank"].max())
+    title = "Re-ranking: from BM25's rank to the recommended rank"
+    with chart((8, 4.5), title, (deepest + 0.5, 0.5), grid="y") as (figure, axis):
+        for position, row in enumerate(recommendations.itertuples()):
+            axis.plot(
+                [0, 1],
+                [row.bm25_rank, row.rank],
+                color="#4472c4",
+                marker="o",
+                alpha=0.7,
+                label="one recommended job" if position == 0 else None,
+            )
+            axis.annotate(str(row.title)[:40], (1.03, row.rank), fontsize=7, va="center")
+        axis.set_xticks([0, 1], ["BM25 rank", "recommended rank"])
+        axis.set_xlim(-0.1, 1.8)
+    return figure

@@ -42,13 +42,12 @@ from jobrec_core.batches import (
 )
 from jobrec_core.config import JobrecConfig
 from jobrec_core.model import Drmm
-from jobrec_core.tracking import configure_mlflow, registry_client
+from jobrec_core.tracking import PROMOTION_TAG, configure_mlflow, registry_client
 from jobrec_core.training import evaluate, load_model
 
 log = logging.getLogger(__name__)
 
 MODEL_ARTIFACT = "drmm"
-PROMOTION_TAG = "promotion"
 
 
 class DrmmPyfunc(PythonModel):

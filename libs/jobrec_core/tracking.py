@@ -8,11 +8,17 @@ Databricks: the workspace's tracking server and Unity Catalog registry.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import mlflow
+import pandas as pd
+from mlflow.entities import Run
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
+
+# Model-version tags of the promotion gate: `promotion.decision`, `promotion.test_map`, ...
+PROMOTION_TAG = "promotion"
 
 
 def configure_mlflow(config: JobrecConfig) -> str:
@@ -45,3 +51,82 @@ def registry_client(config: JobrecConfig) -> MlflowClient:
         tracking_uri=settings.tracking_uri,
         registry_uri=settings.registry_uri or settings.tracking_uri,
     )
+
+
+def stage_runs(config: JobrecConfig, stage: str, limit: int = 20) -> list[Run]:
+    """The latest runs of a pipeline stage (their `stage` tag) in the experiment, newest first."""
+    experiment_id = configure_mlflow(config)
+    return list(
+        registry_client(config).search_runs(
+            [experiment_id],
+            filter_string=f"tags.stage = '{stage}'",
+            order_by=["attributes.start_time DESC"],
+            max_results=limit,
+        )
+    )
+
+
+def logged_tables(config: JobrecConfig, run_id: str) -> dict[str, pd.DataFrame]:
+    """The tables a run logged under `tables/` (`mlflow.log_table`), by name."""
+    configure_mlflow(config)
+    listed = registry_client(config).list_artifacts(run_id, "tables")
+    names = [a.path for a in listed if a.path.endswith(".json")]
+    return {
+        Path(name).stem: pd.DataFrame(mlflow.load_table(name, run_ids=[run_id]))
+        for name in sorted(names)
+    }
+
+
+def logged_images(config: JobrecConfig, run_id: str) -> dict[str, Any]:
+    """The PNGs a run logged at its root (`mlflow.log_figure`), as matplotlib figures to show
+    again, by file name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    configure_mlflow(config)
+    figures = {}
+    for artifact in registry_client(config).list_artifacts(run_id):
+        if not artifact.path.endswith(".png"):
+            continue
+        local = mlflow.artifacts.download_artifacts(run_id=run_id, artifact_path=artifact.path)
+        image = plt.imread(local)
+        height, width = image.shape[:2]
+        figure = plt.figure(figsize=(width / 100, height / 100))
+        axis = figure.add_axes((0, 0, 1, 1))
+        axis.imshow(image)
+        axis.axis("off")
+        figures[artifact.path] = figure
+    return figures
+
+
+def model_versions(config: JobrecConfig) -> pd.DataFrame:
+    """Every registered version of the DRMM: its aliases, run and the promotion gate's
+    decision (the `promotion.*` tags), newest first."""
+    client = registry_client(config)
+    name = config.mlflow.model_name
+    # search_model_versions leaves `aliases` empty on some stores; the model has them all.
+    aliases: dict[str, list[str]] = {}
+    for alias, number in client.get_registered_model(name).aliases.items():
+        aliases.setdefault(str(number), []).append(alias)
+    rows = []
+    for version in client.search_model_versions(f"name = '{name}'"):
+        tags = {
+            key.removeprefix(f"{PROMOTION_TAG}."): value
+            for key, value in version.tags.items()
+            if key.startswith(f"{PROMOTION_TAG}.")
+        }
+        rows.append(
+            {
+                "version": int(version.version),
+                "aliases": ", ".join(sorted(aliases.get(str(version.version), []))),
+                "decision": tags.get("decision", ""),
+                "test_accuracy": tags.get("test_accuracy", ""),
+                "test_map": tags.get("test_map", ""),
+                "reason": tags.get("reason", ""),
+                "run_id": version.run_id,
+            }
+        )
+    columns = ["version", "aliases", "decision", "test_accuracy", "test_map", "reason", "run_id"]
+    return pd.DataFrame(rows, columns=columns).sort_values("version", ascending=False)

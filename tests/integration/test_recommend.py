@@ -4,6 +4,10 @@ scores in Spark, Delta outputs."""
 
 from __future__ import annotations
 
+import logging
+import runpy
+import sys
+
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
@@ -16,6 +20,7 @@ from jobrec_core.io import read_delta, table_path
 from jobrec_core.recommend import run_recommend, show_candidate
 from jobrec_core.results import publish
 from jobrec_core.training_run import run_training
+from tests.conftest import REPO
 
 pytestmark = pytest.mark.integration
 
@@ -78,9 +83,20 @@ def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
     assert f"Candidate {chosen[0]}" in shown and best in shown and f"v{version}" in shown
 
 
-def test_evaluation_measures_every_ranker_and_publishes_the_report(spark, champion, tmp_path):
-    config, version = champion
+@pytest.fixture(scope="module")
+def evaluated(spark, champion, tmp_path_factory):
+    """The evaluation of the module's champion, published to files and MLflow once:
+    (report, RESULTS.md, the MLflow run id, the report folder)."""
+    config, _ = champion
     report = run_evaluation(spark, config)
+    folder = tmp_path_factory.mktemp("evaluation")
+    results, run_id = publish(config, report, str(folder), "pytest")
+    return report, results, run_id, folder
+
+
+def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, evaluated):
+    config, version = champion
+    report, results, run_id, folder = evaluated
     rankers = [row.ranker for row in report.protocol]
     assert rankers[:2] == [BM25, WMD] and "DRMM v1" in rankers
     assert report.models["DRMM v1"] == version
@@ -100,11 +116,55 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(spark, champi
     assert set(truth) == {BM25, WMD, "DRMM v1"} and truth[BM25].diversity == 0.0
     assert all(0 <= row.precision <= 1 and 0 <= row.ndcg <= 1 for row in truth.values())
 
-    results, run_id = publish(config, report, str(tmp_path), "pytest")
     text = results.read_text()
     assert "0.966" in text and "learning_curve_sizes.png" in text
-    assert (tmp_path / "ground_truth.png").stat().st_size > 0
+    assert (folder / "ground_truth.png").stat().st_size > 0
     logged = MlflowClient(config.mlflow.tracking_uri).get_run(run_id).data.metrics
     assert logged["protocol.drmm_v1.map"] == pytest.approx(
         next(r.map for r in report.protocol if r.ranker == "DRMM v1")
     )
+
+
+def run_notebook(name: str, arguments: list[str], monkeypatch) -> None:
+    """A notebook of notebooks/ as a local script, in this process (it reuses the session's
+    Spark), the way `.venv/bin/python notebooks/<name>` runs it."""
+    path = REPO / "notebooks" / name
+    assert path.read_text().startswith("# Databricks notebook source\n")
+    monkeypatch.setattr(sys, "argv", [str(path), *arguments])
+    # The notebook sets up logging to this test's captured stderr: keep that from the rest.
+    monkeypatch.setattr(logging.root, "handlers", list(logging.root.handlers))
+    runpy.run_path(str(path), run_name="__main__")
+
+
+def test_the_notebooks_run_on_the_tiny_preset(
+    spark, champion, evaluated, tiny_overrides, tmp_path, capsys, monkeypatch
+):
+    config, version = champion
+    [candidate] = [int(r["candidate_id"]) for r in held_out_candidates(spark, config, 1).collect()]
+    common = ["--env", "local", "--conf-dir", str(REPO / "conf"), "--figures", str(tmp_path)]
+    for override in tiny_overrides:
+        common += ["--set", override]
+
+    run_notebook("01_data_exploration.py", [*common, "--examples", "2"], monkeypatch)
+    out = capsys.readouterr().out
+    assert "Dataset 'tiny'" in out and "Rows per table" in out and "wm_similarity" in out
+    assert "pairs/triples" in out and "Quarantined records" in out
+
+    run_notebook("02_pipeline_results.py", common, monkeypatch)
+    out = capsys.readouterr().out
+    assert f"run {evaluated[2]}" in out and "protocol" in out and "ground_truth" in out
+    assert f"Versions of {config.mlflow.model_name}" in out and "champion" in out
+
+    run_notebook(
+        "03_recommendation_explorer.py", [*common, "--candidate", str(candidate)], monkeypatch
+    )
+    out = capsys.readouterr().out
+    assert f"Candidate {candidate}" in out and f"v{version}" in out and "bm25_rank" in out
+
+    figures = {p.name for p in tmp_path.glob("*.png")}
+    assert {
+        "data_profile.png",
+        "v1_learning_curve.png",
+        f"candidate_{candidate}_ranks.png",
+    } <= figures
+    assert {"evaluation_ground_truth.png", "evaluation_learning_curve_sizes.png"} <= figures
