@@ -114,6 +114,8 @@ def load_bundle(
     overlay = copy.deepcopy(targets[name] or {})
     target_values = overlay.pop("variables", {}) or {}
     for key, value in overlay.items():
+        # Mappings merge; a list in a target replaces the list (the CLI merges a job's tasks
+        # and clusters by key, which this bundle's targets do not need).
         if key not in ("default", "mode"):
             settings[key] = _deep_merge(settings.get(key), value)
     declared = settings.pop("variables", {}) or {}

@@ -25,6 +25,9 @@ from jobrec_core.spark import get_spark
 
 # Widget values for the repeatable `--set`: one `key=value` per line (or separated by `;`).
 OVERRIDES_WIDGET = "set"
+CONF_DIR_WIDGET = "conf_dir"
+# Where the bundle syncs conf/, seen from the synced notebooks (their working directory).
+SYNCED_CONF_DIR = "../conf"
 SHOWN_ROWS = 50
 
 
@@ -93,15 +96,22 @@ def _widget_arguments(parameters: tuple[Parameter, ...]) -> list[str]:
 
     widgets = dbutils.widgets
     widgets.text("env", "databricks", "configuration overlay")
+    widgets.text(CONF_DIR_WIDGET, SYNCED_CONF_DIR, "folder of the configuration files")
     widgets.text(OVERRIDES_WIDGET, "", "overrides, one key=value per line")
     for parameter in parameters:
         widgets.text(parameter.name, parameter.default, parameter.help)
-    argv = ["--env", widgets.get("env")]
-    for line in widgets.get(OVERRIDES_WIDGET).replace(";", "\n").splitlines():
+    names = ["env", CONF_DIR_WIDGET, OVERRIDES_WIDGET, *(p.name for p in parameters)]
+    return widget_arguments({name: widgets.get(name) for name in names}, parameters)
+
+
+def widget_arguments(values: dict[str, str], parameters: tuple[Parameter, ...]) -> list[str]:
+    """Widget values as the command line a local run would take."""
+    argv = ["--env", values["env"], "--conf-dir", values[CONF_DIR_WIDGET]]
+    for line in values[OVERRIDES_WIDGET].replace(";", "\n").splitlines():
         if line.strip():
             argv += ["--set", line.strip()]
     for parameter in parameters:
-        argv += [f"--{parameter.name}", widgets.get(parameter.name)]
+        argv += [f"--{parameter.name}", values[parameter.name]]
     return argv
 
 
