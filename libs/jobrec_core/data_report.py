@@ -189,7 +189,10 @@ def candidate_examples(
     spark: SparkSession, config: JobrecConfig, count: int, seed: int
 ) -> pd.DataFrame:
     """`count` cleaned candidates (a seeded choice) job by job, as ingested: score, title,
-    their mean WM similarity to the candidate's other jobs, and whether cleaning kept the job."""
+    their mean WM similarity to the candidate's other jobs, and whether cleaning kept the job.
+
+    The similarity is the upper bound the filter stored: exact, except where pruning
+    (`cleaning.wmd_prune`) decided a job by its bounds alone."""
     cleaned = read_delta(spark, table_path(config, "silver", "candidates"))
     chosen = (
         cleaned.select("candidate_id", F.col("sequence.job_id").alias("kept"))
