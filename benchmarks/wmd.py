@@ -1,6 +1,10 @@
 """Per-pair cost of jobrec's exact WMD against gensim's `wmdistance`, on the same pairs.
 
     .venv/bin/python benchmarks/wmd.py [--pairs 2000] [--words 12]
+    .venv/bin/python benchmarks/wmd.py --sizes 4,8,12,16,20,30,50
+
+The second form compares the compiled simplex with POT's, pair for pair, by document length:
+where they cross sets `jobrec_core.wmd.COMPILED_MAX_CELLS`.
 
 The setup of shared/spec/STACK.md's baseline: a 5,000-word, 100-dimensional vocabulary and
 documents of 12 words. Both sides get the same pairs; jobrec's documents are built once per
@@ -16,7 +20,15 @@ import time
 import numpy as np
 from gensim.models import KeyedVectors
 
-from jobrec_core.wmd import VectorTable, WmdDocument, centroid, centroid_bounds, wmd
+from jobrec_core.transport import transport_batch
+from jobrec_core.wmd import (
+    VectorTable,
+    WmdDocument,
+    centroid,
+    centroid_bounds,
+    wmd,
+    wmd_pairs,
+)
 
 
 def main() -> int:
@@ -24,8 +36,11 @@ def main() -> int:
     parser.add_argument("--pairs", type=int, default=2000)
     parser.add_argument("--words", type=int, default=12)
     parser.add_argument("--vocabulary", type=int, default=5000)
+    parser.add_argument("--sizes", default=None, help="comma-separated document lengths")
     args = parser.parse_args()
     logging.getLogger("gensim").setLevel(logging.WARNING)
+    if args.sizes:
+        return compare_solvers([int(x) for x in args.sizes.split(",")], args)
 
     rng = np.random.default_rng(0)
     words = [f"w{i}" for i in range(args.vocabulary)]
@@ -46,6 +61,11 @@ def main() -> int:
     started = time.perf_counter()
     got = [wmd(table, ours[2 * i], ours[2 * i + 1]) for i in range(args.pairs)]
     exact_s = (time.perf_counter() - started) / args.pairs
+    first, second = np.arange(0, 2 * args.pairs, 2), np.arange(1, 2 * args.pairs, 2)
+    wmd_pairs(table, ours[:4], first[:2], second[:2])  # compiles the kernel (once per process)
+    started = time.perf_counter()
+    batched = wmd_pairs(table, ours, first, second)
+    batch_s = (time.perf_counter() - started) / args.pairs
     centroids, norms = (np.array(x) for x in zip(*(centroid(table, d) for d in ours), strict=True))
     started = time.perf_counter()
     low, high = centroid_bounds(centroids[0::2], norms[0::2], centroids[1::2], norms[1::2])
@@ -56,14 +76,55 @@ def main() -> int:
     print(f"{args.pairs:,} pairs of {args.words}-word documents, {args.vocabulary:,} words x 100")
     print(f"  gensim wmdistance (baseline)   {gensim_s * 1e6:9.1f} us/pair")
     print(
-        f"  jobrec exact WMD               {exact_s * 1e6:9.1f} us/pair   "
+        f"  jobrec exact WMD, one by one    {exact_s * 1e6:9.1f} us/pair   "
         f"{gensim_s / exact_s:6.1f}x   max |difference| {error:.1e}"
+    )
+    batch_error = float(np.max(np.abs(batched - np.array(expected))))
+    print(
+        f"  jobrec exact WMD, compiled batch {batch_s * 1e6:7.1f} us/pair   "
+        f"{gensim_s / batch_s:6.1f}x   max |difference| {batch_error:.1e}"
     )
     print(
         f"  jobrec centroid bounds         {bounds_s * 1e6:9.1f} us/pair   "
         f"{gensim_s / bounds_s:6.0f}x   (vectorised over all pairs; exact value inside: "
         f"{inside:.0%}; mean width {np.mean(high - low):.3f})"
     )
+    return 0
+
+
+def compare_solvers(sizes: list[int], args: argparse.Namespace) -> int:
+    """Per pair, the compiled batch (every problem, whatever its size) against POT one by one."""
+    rng = np.random.default_rng(1)
+    vectors = rng.normal(size=(args.vocabulary, 100)).astype(np.float32)
+    table = VectorTable.from_vectors(vectors)
+    count = max(args.pairs // 10, 50)
+    print(f"{count} pairs per length, {args.vocabulary:,} words x 100")
+    print("  words   POT one by one   compiled batch")
+    for size in sizes:
+        docs = [
+            WmdDocument.from_word_ids(rng.integers(0, args.vocabulary, size))
+            for _ in range(2 * count)
+        ]
+        first = np.arange(0, 2 * count, 2)
+        sizes_of = np.array([d.ids.size for d in docs], dtype=np.int64)
+        offsets = np.concatenate([[0], np.cumsum(sizes_of)])
+        ids = np.concatenate([d.ids for d in docs])
+        weights = np.concatenate([d.weights for d in docs])
+
+        def compiled(pairs: np.ndarray, docs=docs, offsets=offsets, ids=ids, weights=weights):
+            return transport_batch(
+                table.unit, table.squared_norms, ids, weights, offsets, pairs, pairs + 1, 10**9
+            )
+
+        compiled(first[:2])
+        started = time.perf_counter()
+        got = compiled(first)
+        compiled_s = (time.perf_counter() - started) / count
+        started = time.perf_counter()
+        expected = [wmd(table, docs[k], docs[k + 1]) for k in first]
+        pot_s = (time.perf_counter() - started) / count
+        assert np.allclose(got, expected, rtol=0, atol=1e-9)
+        print(f"  {size:5d}   {pot_s * 1e6:9.1f} us     {compiled_s * 1e6:9.1f} us")
     return 0
 
 

@@ -45,7 +45,7 @@ from jobrec_core.wmd import (
     centroid,
     centroid_bounds,
     similarity,
-    wmd,
+    wmd_pairs,
 )
 
 log = logging.getLogger(__name__)
@@ -152,11 +152,17 @@ def exact_similarities(frames: Iterable[pd.DataFrame], vectors_file: str) -> Ite
         return WmdDocument(np.asarray(ids, dtype=np.int64), np.asarray(weights, dtype=np.float64))
 
     for frame in frames:
-        pairs = zip(
-            frame["ids_a"], frame["weights_a"], frame["ids_b"], frame["weights_b"], strict=True
-        )
-        distances = [wmd(table, document(ia, wa), document(ib, wb)) for ia, wa, ib, wb in pairs]
-        values = np.asarray(similarity(np.array(distances, dtype=np.float64)))
+        documents = [
+            document(ids, weights)
+            for ids, weights in zip(
+                [*frame["ids_a"], *frame["ids_b"]],
+                [*frame["weights_a"], *frame["weights_b"]],
+                strict=True,
+            )
+        ]
+        first = np.arange(len(frame), dtype=np.int64)
+        distances = wmd_pairs(table, documents, first, first + len(frame))
+        values = np.asarray(similarity(distances))
         yield pd.DataFrame(
             {
                 "job_a": frame["job_a"],

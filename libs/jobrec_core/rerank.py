@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobrec_core.histograms import Vocabulary
 from jobrec_core.model import Drmm
 from jobrec_core.training import load_model, save_model_bytes
-from jobrec_core.wmd import VectorTable, WmdDocument, similarity, wmd
+from jobrec_core.wmd import VectorTable, WmdDocument, similarity, wmd_pairs
 
 DOC_TOKENS = "doc_tokens"
 
@@ -72,9 +72,8 @@ class WmdScorer:
         vocabulary, table = _wmd_vocabulary(self.vectors_file)
         queries = _nbows(vocabulary, frame["query_terms"])
         documents = _nbows(vocabulary, frame[DOC_TOKENS])
-        distances = np.array(
-            [wmd(table, q, d) for q, d in zip(queries, documents, strict=True)], dtype=np.float64
-        )
+        rows = np.arange(len(queries), dtype=np.int64)
+        distances = wmd_pairs(table, [*queries, *documents], rows, rows + len(queries))
         return np.asarray(similarity(distances), dtype=np.float64)
 
 

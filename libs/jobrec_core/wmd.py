@@ -7,8 +7,10 @@ this module solves the same problem on the documents' unique words:
 
 * a document is its unique word ids and their normalised frequencies (:class:`WmdDocument`),
   computed once per job, not once per pair;
-* distances are Euclidean between unit vectors (gensim's `norm=True` default), from one
-  matrix product, and the solver is POT's network simplex called without `emd2`'s wrapper;
+* distances are Euclidean between unit vectors (gensim's `norm=True` default);
+* many pairs at once (:func:`wmd_pairs`): small problems are solved in one compiled loop
+  (:mod:`jobrec_core.transport`), larger ones by POT's network simplex called without
+  `emd2`'s wrapper, as :func:`wmd` does for one pair;
 * the same edge cases: a document with no in-vocabulary word is infinitely far; two documents
   made of one and the same word are at distance 0; an all-zero distance matrix gives inf.
 
@@ -20,14 +22,20 @@ tighter but needs the distance matrix, which here costs more than solving exactl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from ot.lp.emd_wrap import emd_c
 
+from jobrec_core.transport import transport_batch
+
 INF = float("inf")
 EMD_MAX_ITERATIONS = 100_000  # ot.emd2's default
 BOUND_SLACK = 1e-9  # rounding margin, so that a bound never excludes the exact value
+# Problems up to this many cells (n x m unique words) go to the compiled simplex, larger ones to
+# POT, whose network simplex scales better (benchmarks/wmd.py --sizes measures the crossing).
+COMPILED_MAX_CELLS = 600
 
 
 @dataclass(frozen=True)
@@ -97,6 +105,33 @@ def wmd(table: VectorTable, doc1: WmdDocument, doc2: WmdDocument) -> float:
     if abs(distances.sum()) < 1e-8:
         return INF
     return transport_cost(doc1.weights, doc2.weights, distances)
+
+
+def wmd_pairs(
+    table: VectorTable, documents: Sequence[WmdDocument], first: np.ndarray, second: np.ndarray
+) -> np.ndarray:
+    """Exact WMD of the pairs (`documents[first[k]]`, `documents[second[k]]`), equal to
+    :func:`wmd` on each. Problems of up to `COMPILED_MAX_CELLS` cells (job titles, keywords)
+    are solved in one compiled loop (:mod:`jobrec_core.transport`), with no Python per pair;
+    larger ones, and any the compiled simplex leaves unsolved, go to POT one by one."""
+    sizes = np.fromiter((d.ids.size for d in documents), dtype=np.int64, count=len(documents))
+    offsets = np.zeros(len(documents) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    ids = np.concatenate([d.ids for d in documents]) if documents else np.empty(0, np.int64)
+    weights = np.concatenate([d.weights for d in documents]) if documents else np.empty(0)
+    distances = transport_batch(
+        table.unit,
+        table.squared_norms,
+        ids.astype(np.int64, copy=False),
+        weights.astype(np.float64, copy=False),
+        offsets,
+        np.asarray(first, dtype=np.int64),
+        np.asarray(second, dtype=np.int64),
+        COMPILED_MAX_CELLS,
+    )
+    for k in np.flatnonzero(np.isnan(distances)):
+        distances[k] = wmd(table, documents[first[k]], documents[second[k]])
+    return distances
 
 
 def transport_cost(a: np.ndarray, b: np.ndarray, distances: np.ndarray) -> float:

@@ -1,0 +1,76 @@
+"""The compiled transportation simplex finds the same optimum as POT's network simplex, and the
+batched WMD built on it equals gensim's `wmdistance`, edge cases included."""
+
+import numpy as np
+import ot
+import pytest
+from gensim.models import KeyedVectors
+
+from jobrec_core.transport import transport_cost
+from jobrec_core.wmd import VectorTable, WmdDocument, wmd, wmd_pairs
+from tests.unit.test_wmd import WORDS, document, random_pairs
+
+
+def problems(count, seed):
+    """Random problems of 1 to 25 sources and sinks, many of them degenerate: equal weights,
+    integer costs with ties, zero costs, sources that exactly fill sinks."""
+    rng = np.random.default_rng(seed)
+    for index in range(count):
+        n, m = rng.integers(1, 26, 2)
+        if index % 3 == 0:
+            supply, demand = np.full(n, 1.0 / n), np.full(m, 1.0 / m)
+        else:
+            supply, demand = rng.random(n) + 0.01, rng.random(m) + 0.01
+            supply, demand = supply / supply.sum(), demand / demand.sum()
+        if index % 4 == 0:
+            cost = rng.integers(0, 4, (n, m)).astype(np.float64)
+        else:
+            cost = rng.random((n, m)) * 2
+        if index % 5 == 0 and n == m:
+            supply = demand.copy()  # every source can fill one sink exactly
+        yield supply, demand * (supply.sum() / demand.sum()), cost
+
+
+def test_same_optimum_as_pots_network_simplex():
+    for supply, demand, cost in problems(400, seed=5):
+        got = transport_cost(supply, demand, cost)
+        assert not np.isnan(got)
+        assert got == pytest.approx(ot.emd2(supply, demand, cost), abs=1e-9)
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    rng = np.random.default_rng(7)
+    keyed = KeyedVectors(100)
+    keyed.add_vectors(WORDS, rng.normal(size=(len(WORDS), 100)).astype(np.float32))
+    return keyed
+
+
+def test_batched_wmd_equals_gensim(vectors):
+    pairs = [
+        *random_pairs(300, seed=13),
+        ([], ["w1", "w2"]),  # empty document: inf
+        (["w5"], ["w5", "w5"]),  # one and the same word: 0
+        (["w1", "w2", "w3"], ["w1", "w2", "w3"]),  # identical documents
+        (["w1", "w2", "w2"], ["w2", "w1", "w1"]),  # same words, other frequencies
+        ([WORDS[i] for i in range(60)], [WORDS[i] for i in range(30, 95)]),  # large: POT
+    ]
+    table = VectorTable.from_vectors(vectors.vectors)
+    documents = [document(vectors, words) for pair in pairs for words in pair]
+    first = np.arange(0, len(documents), 2)
+    got = wmd_pairs(table, documents, first, first + 1)
+    one_by_one = [wmd(table, documents[k], documents[k + 1]) for k in first]
+    expected = [vectors.wmdistance(a, b) for a, b in pairs]
+    assert np.array_equal(np.isinf(got), np.isinf(expected))
+    finite = ~np.isinf(got)
+    np.testing.assert_allclose(got[finite], np.array(expected)[finite], rtol=0, atol=1e-9)
+    np.testing.assert_allclose(got, one_by_one, rtol=0, atol=1e-12)
+
+
+def test_batched_wmd_keeps_gensims_answer_for_all_zero_distances():
+    keyed = KeyedVectors(3)
+    keyed.add_vectors(["a", "b"], np.array([[1, 0, 0], [2, 0, 0]], dtype=np.float32))
+    table = VectorTable.from_vectors(keyed.vectors)
+    documents = [WmdDocument.from_word_ids(np.array([0])), WmdDocument.from_word_ids(np.array([1]))]
+    assert wmd_pairs(table, documents, np.array([0]), np.array([1]))[0] == np.inf
+    assert wmd_pairs(table, [], np.empty(0, np.int64), np.empty(0, np.int64)).size == 0
