@@ -8,7 +8,8 @@ from gensim.models import KeyedVectors
 
 from jobrec_core.transport import transport_cost
 from jobrec_core.wmd import VectorTable, WmdDocument, wmd, wmd_pairs
-from tests.unit.test_wmd import WORDS, document, random_pairs
+from tests.unit.conftest import WORDS
+from tests.unit.test_wmd import document, random_pairs
 
 
 def problems(count, seed):
@@ -36,14 +37,6 @@ def test_same_optimum_as_pots_network_simplex():
         got = transport_cost(supply, demand, cost)
         assert not np.isnan(got)
         assert got == pytest.approx(ot.emd2(supply, demand, cost), abs=1e-9)
-
-
-@pytest.fixture(scope="module")
-def vectors():
-    rng = np.random.default_rng(7)
-    keyed = KeyedVectors(100)
-    keyed.add_vectors(WORDS, rng.normal(size=(len(WORDS), 100)).astype(np.float32))
-    return keyed
 
 
 def test_batched_wmd_equals_gensim(vectors):

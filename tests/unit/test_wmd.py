@@ -13,16 +13,7 @@ from jobrec_core.wmd import (
     similarity,
     wmd,
 )
-
-WORDS = [f"w{i}" for i in range(2000)]
-
-
-@pytest.fixture(scope="module")
-def vectors():
-    rng = np.random.default_rng(7)
-    keyed = KeyedVectors(100)
-    keyed.add_vectors(WORDS, rng.normal(size=(len(WORDS), 100)).astype(np.float32))
-    return keyed
+from tests.unit.conftest import WORDS
 
 
 def document(keyed, words):
