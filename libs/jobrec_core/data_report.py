@@ -193,7 +193,11 @@ def candidate_examples(
 
     The similarity is the upper bound the filter stored: exact, except where pruning
     (`cleaning.wmd_prune`) decided a job by its bounds alone."""
-    cleaned = read_delta(spark, table_path(config, "silver", "candidates"))
+    columns = ["candidate_id", "position", "score", "title", "wm_similarity", "kept"]
+    cleaned_path = table_path(config, "silver", "candidates")
+    if not is_delta_table(spark, cleaned_path):  # before the first cleaning run
+        return pd.DataFrame(columns=columns)
+    cleaned = read_delta(spark, cleaned_path)
     chosen = (
         cleaned.select("candidate_id", F.col("sequence.job_id").alias("kept"))
         .orderBy(F.hash("candidate_id", F.lit(seed)))
@@ -218,5 +222,4 @@ def candidate_examples(
         .join(similarity, ["candidate_id", "job_id"], "left")
         .orderBy("candidate_id", "position")
     )
-    columns = ["candidate_id", "position", "score", "title", "wm_similarity", "kept"]
     return pd.DataFrame(examples.select(*columns).toPandas())

@@ -13,6 +13,7 @@ from typing import Any
 import mlflow
 import pandas as pd
 from mlflow.entities import Run
+from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
@@ -104,11 +105,16 @@ def logged_images(config: JobrecConfig, run_id: str) -> dict[str, Any]:
 def model_versions(config: JobrecConfig) -> pd.DataFrame:
     """Every registered version of the DRMM: its aliases, run and the promotion gate's
     decision (the `promotion.*` tags), newest first."""
+    columns = ["version", "aliases", "decision", "test_accuracy", "test_map", "reason", "run_id"]
     client = registry_client(config)
     name = config.mlflow.model_name
+    try:
+        registered = client.get_registered_model(name)
+    except MlflowException:  # nothing registered yet
+        return pd.DataFrame(columns=columns)
     # search_model_versions leaves `aliases` empty on some stores; the model has them all.
     aliases: dict[str, list[str]] = {}
-    for alias, number in client.get_registered_model(name).aliases.items():
+    for alias, number in registered.aliases.items():
         aliases.setdefault(str(number), []).append(alias)
     rows = []
     for version in client.search_model_versions(f"name = '{name}'"):
@@ -128,5 +134,4 @@ def model_versions(config: JobrecConfig) -> pd.DataFrame:
                 "run_id": version.run_id,
             }
         )
-    columns = ["version", "aliases", "decision", "test_accuracy", "test_map", "reason", "run_id"]
     return pd.DataFrame(rows, columns=columns).sort_values("version", ascending=False)
