@@ -171,18 +171,11 @@ def _index(config: JobrecConfig, action: str, to: str | None) -> int:
 def _recommend(config: JobrecConfig, candidate: int, refresh: bool) -> int:
     """Print the candidate's recommendations, computing them first when the table has none
     (with the local Elasticsearch node, started for the purpose if it is not running)."""
-    from pyspark.sql import functions as F
-
-    from jobrec_core.io import is_delta_table, read_delta, table_path
-    from jobrec_core.recommend import run_recommend, show_candidate
+    from jobrec_core.recommend import recommendations_of, run_recommend, show_candidate
     from jobrec_core.spark import get_spark
 
     spark = get_spark(config)
-    path = table_path(config, "gold", "recommendations")
-    known = is_delta_table(spark, path) and bool(
-        read_delta(spark, path).where(F.col("candidate_id") == candidate).limit(1).count()
-    )
-    if refresh or not known:
+    if refresh or recommendations_of(spark, config, candidate).empty:
         with _local_node(config):
             print(run_recommend(spark, config, [candidate]).format(), file=sys.stderr)
     print(show_candidate(spark, config, candidate))
