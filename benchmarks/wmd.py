@@ -7,8 +7,9 @@ The second form compares the compiled simplex with POT's, pair for pair, by docu
 where they cross sets `jobrec_core.wmd.COMPILED_MAX_CELLS`.
 
 The setup of shared/spec/STACK.md's baseline: a 5,000-word, 100-dimensional vocabulary and
-documents of 12 words. Both sides get the same pairs; jobrec's documents are built once per
-document (as the cleaning stage does, once per job), the pair loop is timed alone.
+documents of 12 words (`--vocabulary 41401` is the seed's). Both sides get the same pairs;
+jobrec's documents are built once per document (as the cleaning stage does, once per job) and
+packed as the cleaning stage gets them from Arrow; the pair loop is timed alone.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from gensim.models import KeyedVectors
 
 from jobrec_core.transport import transport_batch
 from jobrec_core.wmd import (
+    DocumentBatch,
     VectorTable,
     WmdDocument,
     centroid,
@@ -62,9 +64,10 @@ def main() -> int:
     got = [wmd(table, ours[2 * i], ours[2 * i + 1]) for i in range(args.pairs)]
     exact_s = (time.perf_counter() - started) / args.pairs
     first, second = np.arange(0, 2 * args.pairs, 2), np.arange(1, 2 * args.pairs, 2)
-    wmd_pairs(table, ours[:4], first[:2], second[:2])  # compiles the kernel (once per process)
+    packed = DocumentBatch.from_documents(ours)
+    wmd_pairs(table, packed, first[:2], second[:2])  # compiles the kernel (once per process)
     started = time.perf_counter()
-    batched = wmd_pairs(table, ours, first, second)
+    batched = wmd_pairs(table, packed, first, second)
     batch_s = (time.perf_counter() - started) / args.pairs
     centroids, norms = (np.array(x) for x in zip(*(centroid(table, d) for d in ours), strict=True))
     started = time.perf_counter()
@@ -106,14 +109,18 @@ def compare_solvers(sizes: list[int], args: argparse.Namespace) -> int:
             for _ in range(2 * count)
         ]
         first = np.arange(0, 2 * count, 2)
-        sizes_of = np.array([d.ids.size for d in docs], dtype=np.int64)
-        offsets = np.concatenate([[0], np.cumsum(sizes_of)])
-        ids = np.concatenate([d.ids for d in docs])
-        weights = np.concatenate([d.weights for d in docs])
+        packed = DocumentBatch.from_documents(docs)
 
-        def compiled(pairs: np.ndarray, docs=docs, offsets=offsets, ids=ids, weights=weights):
+        def compiled(pairs: np.ndarray, packed=packed):
             return transport_batch(
-                table.unit, table.squared_norms, ids, weights, offsets, pairs, pairs + 1, 10**9
+                table.unit,
+                table.squared_norms,
+                packed.ids,
+                packed.weights,
+                packed.offsets,
+                pairs,
+                pairs + 1,
+                10**9,
             )
 
         compiled(first[:2])

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobrec_core.histograms import Vocabulary
 from jobrec_core.model import Drmm
 from jobrec_core.training import load_model, save_model_bytes
-from jobrec_core.wmd import VectorTable, WmdDocument, similarity, wmd_pairs
+from jobrec_core.wmd import DocumentBatch, VectorTable, WmdDocument, similarity, wmd_pairs
 
 DOC_TOKENS = "doc_tokens"
 
@@ -73,7 +73,8 @@ class WmdScorer:
         queries = _nbows(vocabulary, frame["query_terms"])
         documents = _nbows(vocabulary, frame[DOC_TOKENS])
         rows = np.arange(len(queries), dtype=np.int64)
-        distances = wmd_pairs(table, [*queries, *documents], rows, rows + len(queries))
+        batch = DocumentBatch.from_documents([*queries, *documents])
+        distances = wmd_pairs(table, batch, rows, rows + len(queries))
         return np.asarray(similarity(distances), dtype=np.float64)
 
 

@@ -7,10 +7,13 @@ this module solves the same problem on the documents' unique words:
 
 * a document is its unique word ids and their normalised frequencies (:class:`WmdDocument`),
   computed once per job, not once per pair;
-* distances are Euclidean between unit vectors (gensim's `norm=True` default);
-* many pairs at once (:func:`wmd_pairs`): small problems are solved in one compiled loop
-  (:mod:`jobrec_core.transport`), larger ones by POT's network simplex called without
-  `emd2`'s wrapper, as :func:`wmd` does for one pair;
+* distances are Euclidean between unit vectors (gensim's `norm=True` default), kept in
+  float32 as gensim keeps them (half the memory and cache of float64) and multiplied in
+  float64, so each distance is what scipy's `cdist` gives gensim;
+* many pairs at once (:func:`wmd_pairs`), on documents packed into flat arrays
+  (:class:`DocumentBatch`, built straight from Arrow columns with no Python per document):
+  small problems are solved in one compiled loop (:mod:`jobrec_core.transport`), larger ones
+  by POT's network simplex called without `emd2`'s wrapper, as :func:`wmd` does for one pair;
 * the same edge cases: a document with no in-vocabulary word is infinitely far; two documents
   made of one and the same word are at distance 0; an all-zero distance matrix gives inf.
 
@@ -26,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from ot.lp.emd_wrap import emd_c
 
 from jobrec_core.transport import transport_batch
@@ -63,24 +67,86 @@ def unit_vectors(vectors: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True)
 class VectorTable:
-    """gensim's unit vectors, in float64 with their squared norms, for distance products."""
+    """gensim's unit vectors (float32) with their squared norms (float64), for distances."""
 
-    unit: np.ndarray  # float64 copy of the float32 unit vectors
+    unit: np.ndarray
     squared_norms: np.ndarray
 
     @staticmethod
     def from_vectors(vectors: np.ndarray) -> VectorTable:
-        unit = unit_vectors(vectors).astype(np.float64)
-        return VectorTable(unit, np.einsum("ij,ij->i", unit, unit))
+        unit = unit_vectors(vectors)
+        wide = unit.astype(np.float64)
+        return VectorTable(unit, np.einsum("ij,ij->i", wide, wide))
+
+
+@dataclass(frozen=True)
+class DocumentBatch:
+    """Documents packed for the compiled loop: document `d` is `ids[offsets[d]:offsets[d+1]]`
+    with its `weights`."""
+
+    ids: np.ndarray  # int64
+    weights: np.ndarray  # float64
+    offsets: np.ndarray  # int64, one more than the documents
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    def document(self, index: int) -> WmdDocument:
+        start, end = self.offsets[index], self.offsets[index + 1]
+        return WmdDocument(self.ids[start:end], self.weights[start:end])
+
+    @staticmethod
+    def from_documents(documents: Sequence[WmdDocument]) -> DocumentBatch:
+        offsets = np.zeros(len(documents) + 1, dtype=np.int64)
+        np.cumsum([d.ids.size for d in documents], out=offsets[1:])
+        if not documents:
+            return DocumentBatch(np.empty(0, np.int64), np.empty(0), offsets)
+        return DocumentBatch(
+            np.concatenate([d.ids for d in documents]).astype(np.int64, copy=False),
+            np.concatenate([d.weights for d in documents]).astype(np.float64, copy=False),
+            offsets,
+        )
+
+    @staticmethod
+    def from_arrow(
+        ids: pa.Array | pa.ChunkedArray, weights: pa.Array | pa.ChunkedArray
+    ) -> DocumentBatch:
+        """From list columns, one document per row, without a Python object per row: the
+        flat values and the offsets are what Arrow already holds."""
+        ids_values, offsets = _flat(ids)
+        weight_values, weight_offsets = _flat(weights)
+        if not np.array_equal(offsets, weight_offsets):
+            raise ValueError("a document has not as many weights as word ids")
+        return DocumentBatch(
+            ids_values.astype(np.int64), weight_values.astype(np.float64, copy=False), offsets
+        )
+
+    @staticmethod
+    def concat(first: DocumentBatch, second: DocumentBatch) -> DocumentBatch:
+        """`first`'s documents, then `second`'s."""
+        return DocumentBatch(
+            np.concatenate([first.ids, second.ids]),
+            np.concatenate([first.weights, second.weights]),
+            np.concatenate([first.offsets, second.offsets[1:] + first.offsets[-1]]),
+        )
+
+
+def _flat(column: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A list column's values and its offsets from 0 (a sliced array starts further on)."""
+    if isinstance(column, pa.ChunkedArray):
+        column = column.combine_chunks()
+    offsets = np.asarray(column.offsets, dtype=np.int64)
+    values = np.asarray(column.values[offsets[0] : offsets[-1]])
+    return values, offsets - offsets[0]
 
 
 def distance_matrix(table: VectorTable, ids1: np.ndarray, ids2: np.ndarray) -> np.ndarray:
-    """Euclidean distances between words `ids1` and `ids2` (one BLAS product); a word's
-    distance to itself is exactly 0, as in scipy's cdist, which gensim uses."""
+    """Euclidean distances between words `ids1` and `ids2` (one BLAS product, in float64); a
+    word's distance to itself is exactly 0, as in scipy's cdist, which gensim uses."""
     squared = (
         table.squared_norms[ids1][:, None]
         + table.squared_norms[ids2][None, :]
-        - 2.0 * (table.unit[ids1] @ table.unit[ids2].T)
+        - 2.0 * (table.unit[ids1].astype(np.float64) @ table.unit[ids2].astype(np.float64).T)
     )
     distances = np.sqrt(np.maximum(squared, 0.0))
     distances[ids1[:, None] == ids2[None, :]] = 0.0
@@ -108,29 +174,24 @@ def wmd(table: VectorTable, doc1: WmdDocument, doc2: WmdDocument) -> float:
 
 
 def wmd_pairs(
-    table: VectorTable, documents: Sequence[WmdDocument], first: np.ndarray, second: np.ndarray
+    table: VectorTable, documents: DocumentBatch, first: np.ndarray, second: np.ndarray
 ) -> np.ndarray:
     """Exact WMD of the pairs (`documents[first[k]]`, `documents[second[k]]`), equal to
     :func:`wmd` on each. Problems of up to `COMPILED_MAX_CELLS` cells (job titles, keywords)
     are solved in one compiled loop (:mod:`jobrec_core.transport`), with no Python per pair;
-    larger ones, and any the compiled simplex leaves unsolved, go to POT one by one."""
-    sizes = np.fromiter((d.ids.size for d in documents), dtype=np.int64, count=len(documents))
-    offsets = np.zeros(len(documents) + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    ids = np.concatenate([d.ids for d in documents]) if documents else np.empty(0, np.int64)
-    weights = np.concatenate([d.weights for d in documents]) if documents else np.empty(0)
+    larger ones, and any the compiled solver leaves unsolved, go to POT one by one."""
     distances = transport_batch(
         table.unit,
         table.squared_norms,
-        ids.astype(np.int64, copy=False),
-        weights.astype(np.float64, copy=False),
-        offsets,
+        documents.ids,
+        documents.weights,
+        documents.offsets,
         np.asarray(first, dtype=np.int64),
         np.asarray(second, dtype=np.int64),
         COMPILED_MAX_CELLS,
     )
     for k in np.flatnonzero(np.isnan(distances)):
-        distances[k] = wmd(table, documents[first[k]], documents[second[k]])
+        distances[k] = wmd(table, documents.document(first[k]), documents.document(second[k]))
     return distances
 
 

@@ -1,13 +1,15 @@
-"""The compiled transportation simplex finds the same optimum as POT's network simplex, and the
-batched WMD built on it equals gensim's `wmdistance`, edge cases included."""
+"""The compiled transport solver finds the same optimum as POT's network simplex, and the
+batched WMD built on it equals gensim's `wmdistance`, edge cases included; Arrow list columns
+pack into the same documents."""
 
 import numpy as np
 import ot
+import pyarrow as pa
 import pytest
 from gensim.models import KeyedVectors
 
 from jobrec_core.transport import transport_cost
-from jobrec_core.wmd import VectorTable, WmdDocument, wmd, wmd_pairs
+from jobrec_core.wmd import DocumentBatch, VectorTable, WmdDocument, wmd, wmd_pairs
 from tests.unit.conftest import WORDS
 from tests.unit.test_wmd import document, random_pairs
 
@@ -51,7 +53,7 @@ def test_batched_wmd_equals_gensim(vectors):
     table = VectorTable.from_vectors(vectors.vectors)
     documents = [document(vectors, words) for pair in pairs for words in pair]
     first = np.arange(0, len(documents), 2)
-    got = wmd_pairs(table, documents, first, first + 1)
+    got = wmd_pairs(table, DocumentBatch.from_documents(documents), first, first + 1)
     one_by_one = [wmd(table, documents[k], documents[k + 1]) for k in first]
     expected = [vectors.wmdistance(a, b) for a, b in pairs]
     assert np.array_equal(np.isinf(got), np.isinf(expected))
@@ -65,5 +67,27 @@ def test_batched_wmd_keeps_gensims_answer_for_all_zero_distances():
     keyed.add_vectors(["a", "b"], np.array([[1, 0, 0], [2, 0, 0]], dtype=np.float32))
     table = VectorTable.from_vectors(keyed.vectors)
     documents = [WmdDocument.from_word_ids(np.array([0])), WmdDocument.from_word_ids(np.array([1]))]
-    assert wmd_pairs(table, documents, np.array([0]), np.array([1]))[0] == np.inf
-    assert wmd_pairs(table, [], np.empty(0, np.int64), np.empty(0, np.int64)).size == 0
+    batch = DocumentBatch.from_documents(documents)
+    assert wmd_pairs(table, batch, np.array([0]), np.array([1]))[0] == np.inf
+    none = DocumentBatch.from_documents([])
+    assert wmd_pairs(table, none, np.empty(0, np.int64), np.empty(0, np.int64)).size == 0
+
+
+def test_arrow_list_columns_pack_into_the_same_documents():
+    documents = [WmdDocument.from_word_ids(np.array(ids)) for ids in ([3, 1, 3], [], [2], [5, 4])]
+    ids = pa.array([d.ids.astype(np.int32).tolist() for d in documents], pa.list_(pa.int32()))
+    weights = pa.array([d.weights.tolist() for d in documents], pa.list_(pa.float64()))
+    # A slice, as a record batch of a larger one gives: its offsets do not start at 0.
+    packed = DocumentBatch.from_arrow(ids.slice(1), pa.chunked_array([weights.slice(1)]))
+    expected = DocumentBatch.from_documents(documents[1:])
+    for got, want in zip(
+        (packed.ids, packed.weights, packed.offsets),
+        (expected.ids, expected.weights, expected.offsets),
+        strict=True,
+    ):
+        np.testing.assert_array_equal(got, want)
+    assert [packed.document(k).ids.tolist() for k in range(len(packed))] == [[], [2], [4, 5]]
+    both = DocumentBatch.concat(expected, packed)
+    assert both.document(4).ids.tolist() == [2] and len(both) == 6
+    with pytest.raises(ValueError, match="not as many weights"):
+        DocumentBatch.from_arrow(ids, weights.slice(1))
