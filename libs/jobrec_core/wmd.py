@@ -37,9 +37,10 @@ from jobrec_core.transport import transport_batch
 INF = float("inf")
 EMD_MAX_ITERATIONS = 100_000  # ot.emd2's default
 BOUND_SLACK = 1e-9  # rounding margin, so that a bound never excludes the exact value
-# Problems up to this many cells (n x m unique words) go to the compiled simplex, larger ones to
-# POT, whose network simplex scales better (benchmarks/wmd.py --sizes measures the crossing).
-COMPILED_MAX_CELLS = 600
+# Problems up to this many cells (n x m unique words) go to the compiled solver, larger ones to
+# POT, whose network simplex scales better: the compiled solver is still faster at 300 words a
+# side (`benchmarks/wmd.py --sizes`), and this bounds its workspace (3 arrays of this size).
+COMPILED_MAX_CELLS = 40_000
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,14 @@ import pytest
 from gensim.models import KeyedVectors
 
 from jobrec_core.transport import transport_cost
-from jobrec_core.wmd import DocumentBatch, VectorTable, WmdDocument, wmd, wmd_pairs
+from jobrec_core.wmd import (
+    COMPILED_MAX_CELLS,
+    DocumentBatch,
+    VectorTable,
+    WmdDocument,
+    wmd,
+    wmd_pairs,
+)
 from tests.unit.conftest import WORDS
 from tests.unit.test_wmd import document, random_pairs
 
@@ -48,8 +55,10 @@ def test_batched_wmd_equals_gensim(vectors):
         (["w5"], ["w5", "w5"]),  # one and the same word: 0
         (["w1", "w2", "w3"], ["w1", "w2", "w3"]),  # identical documents
         (["w1", "w2", "w2"], ["w2", "w1", "w1"]),  # same words, other frequencies
-        ([WORDS[i] for i in range(60)], [WORDS[i] for i in range(30, 95)]),  # large: POT
+        ([WORDS[i] for i in range(60)], [WORDS[i] for i in range(30, 95)]),  # large
+        ([WORDS[i] for i in range(210)], [WORDS[i] for i in range(100, 310)]),  # POT's
     ]
+    assert 210 * 210 > COMPILED_MAX_CELLS > 60 * 65
     table = VectorTable.from_vectors(vectors.vectors)
     documents = [document(vectors, words) for pair in pairs for words in pair]
     first = np.arange(0, len(documents), 2)
