@@ -49,7 +49,7 @@ def main() -> int:
         help="documents of 4 to 19 words drawn by Zipf's law (repeats, unequal lengths), "
         "instead of --words distinct-ish words drawn uniformly",
     )
-    parser.add_argument("--repeat", type=int, default=3, help="each figure: the fastest run")
+    parser.add_argument("--repeat", type=int, default=5, help="each figure: the fastest run")
     parser.add_argument("--sizes", default=None, help="comma-separated document lengths")
     args = parser.parse_args()
     logging.getLogger("gensim").setLevel(logging.WARNING)

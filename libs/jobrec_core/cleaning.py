@@ -333,7 +333,7 @@ class Funnel:
 def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     """bronze candidates -> silver candidates (+ per-job similarities), with the funnel."""
     embeddings = manifest.current(config, "embeddings")
-    vectors_file, documents = _documents(spark, config)
+    vectors_file, documents = job_documents(spark, config)
 
     bronze = read_delta(spark, table_path(config, "bronze", "candidates"))
     unknown = (
@@ -437,7 +437,7 @@ def evaluate_noise_filter(
 ) -> list[dict[str, float]]:
     """Exact mean similarities of every job of the candidates passing the rules, scored
     against the ground truth's noise jobs at each threshold."""
-    vectors_file, documents = _documents(spark, config)
+    vectors_file, documents = job_documents(spark, config)
     candidates = read_delta(spark, table_path(config, "bronze", "candidates"))
     outputs = clean_candidates(
         spark,
@@ -479,7 +479,7 @@ def plot_noise_filter_curve(
     return path
 
 
-def _documents(spark: SparkSession, config: JobrecConfig) -> tuple[str, DataFrame]:
+def job_documents(spark: SparkSession, config: JobrecConfig) -> tuple[str, DataFrame]:
     """(vectors file, WMD documents of the jobs) of the embeddings in the manifest."""
     from gensim.models import KeyedVectors
 

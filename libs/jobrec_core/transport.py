@@ -165,21 +165,17 @@ def _distances(
     to itself. The products are in float64 (as scipy's `cdist`, which gensim uses, computes
     them), from vectors kept in float32: loading and widening the vectors bounds this loop,
     and a 40k-word vocabulary in float32 stays in the L3 cache. Blocks of 4 x 2 words: each
-    vector is loaded once for two or four dot products (a third faster than one at a time).
+    vector is loaded once for two or four dot products (a third faster than one at a time;
+    the blocks leave out the last rows, and the last column when their count is odd).
     (`np.float64`, not `float`: numba's `float()` of a float32 stays float32, which moves
     distances by 1e-8.)"""
     n, m = words1.size, words2.size
-    row = 0
-    while row + 4 <= n:
-        column = 0
-        while column + 2 <= m:
+    blocked_rows, blocked_columns = n - n % 4, m - m % 2
+    for row in range(0, blocked_rows, 4):
+        for column in range(0, blocked_columns, 2):
             _four_by_two(unit, squared_norms, words1, words2, cost, row, column)
-            column += 2
-        if column < m:
-            _four_by_one(unit, squared_norms, words1, words2, cost, row, column)
-        row += 4
-    for i in range(row, n):
-        for j in range(m):
+    for i in range(n):  # what the blocks leave: the last rows, and the last column if odd
+        for j in range(blocked_columns if i < blocked_rows else 0, m):
             wi, wj = words1[i], words2[j]
             dot = np.float64(0.0)
             for d in range(unit.shape[1]):
@@ -220,31 +216,6 @@ def _four_by_two(
     cost[row + 1, column + 1] = _distance(squared_norms, w1, x1, d11)
     cost[row + 2, column + 1] = _distance(squared_norms, w2, x1, d21)
     cost[row + 3, column + 1] = _distance(squared_norms, w3, x1, d31)
-
-
-@njit(cache=True, nogil=True, fastmath={"reassoc", "contract"}, inline="always")
-def _four_by_one(
-    unit: np.ndarray,
-    squared_norms: np.ndarray,
-    words1: np.ndarray,
-    words2: np.ndarray,
-    cost: np.ndarray,
-    row: int,
-    column: int,
-) -> None:
-    w0, w1, w2, w3 = words1[row], words1[row + 1], words1[row + 2], words1[row + 3]
-    x0 = words2[column]
-    d0 = d1 = d2 = d3 = np.float64(0.0)
-    for d in range(unit.shape[1]):
-        y0 = np.float64(unit[x0, d])
-        d0 += np.float64(unit[w0, d]) * y0
-        d1 += np.float64(unit[w1, d]) * y0
-        d2 += np.float64(unit[w2, d]) * y0
-        d3 += np.float64(unit[w3, d]) * y0
-    cost[row, column] = _distance(squared_norms, w0, x0, d0)
-    cost[row + 1, column] = _distance(squared_norms, w1, x0, d1)
-    cost[row + 2, column] = _distance(squared_norms, w2, x0, d2)
-    cost[row + 3, column] = _distance(squared_norms, w3, x0, d3)
 
 
 @njit(cache=True, nogil=True, inline="always")
