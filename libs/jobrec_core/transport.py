@@ -28,8 +28,9 @@ costs more than the paths it saves), and a Dijkstra from all rows with supply le
 The result is the same optimum as POT's solver: the tests compare it with POT on degenerate
 problems and with gensim on random documents. A problem not finished within its iteration
 budget (never seen in tests) is reported as NaN, and the caller solves it with POT instead,
-as it does problems above a size (`max_cells`): the work grows as the cube of the words, so
-POT's network simplex catches up on long documents (at about 300 words a side).
+as it does problems above a size (`max_cells`): with unequal weights a pair needs about one
+path per word, each a pass over the matrix, so POT's network simplex is faster on long
+documents.
 """
 
 from __future__ import annotations

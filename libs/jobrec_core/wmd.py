@@ -38,9 +38,11 @@ INF = float("inf")
 EMD_MAX_ITERATIONS = 100_000  # ot.emd2's default
 BOUND_SLACK = 1e-9  # rounding margin, so that a bound never excludes the exact value
 # Problems up to this many cells (n x m unique words) go to the compiled solver, larger ones to
-# POT, whose network simplex scales better: the compiled solver is still faster at 300 words a
-# side (`benchmarks/wmd.py --sizes`), and this bounds its workspace (3 arrays of this size).
-COMPILED_MAX_CELLS = 40_000
+# POT, whose network simplex scales better. With repeated words (unequal weights) the compiled
+# solver needs about one shortest path per word, and a long document against a short one (the
+# re-ranker's query against a job ad) falls behind POT from about 2,000 cells: 2x slower at
+# 4,000, 5x at 16,000 (`benchmarks/wmd.py --sizes ... --zipf`, `docs/CLEANING.md`).
+COMPILED_MAX_CELLS = 1_000
 
 
 @dataclass(frozen=True)

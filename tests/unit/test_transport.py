@@ -55,10 +55,9 @@ def test_batched_wmd_equals_gensim(vectors):
         (["w5"], ["w5", "w5"]),  # one and the same word: 0
         (["w1", "w2", "w3"], ["w1", "w2", "w3"]),  # identical documents
         (["w1", "w2", "w2"], ["w2", "w1", "w1"]),  # same words, other frequencies
-        ([WORDS[i] for i in range(60)], [WORDS[i] for i in range(30, 95)]),  # large
-        ([WORDS[i] for i in range(210)], [WORDS[i] for i in range(100, 310)]),  # POT's
+        ([WORDS[i] for i in range(60)], [WORDS[i] for i in range(30, 95)]),  # large: POT's
     ]
-    assert 210 * 210 > COMPILED_MAX_CELLS > 60 * 65
+    assert COMPILED_MAX_CELLS < 60 * 65
     table = VectorTable.from_vectors(vectors.vectors)
     documents = [document(vectors, words) for pair in pairs for words in pair]
     first = np.arange(0, len(documents), 2)
