@@ -21,8 +21,8 @@ from pathlib import Path
 from _resources import run_measured  # benchmarks/ is on sys.path when run as a script
 
 from jobrec_core.config import load_config
-from jobrec_core.es_node import LocalElasticsearch
-from jobrec_core.manifest import current
+from jobrec_core.platform.manifest import current
+from jobrec_core.search.local_node import LocalElasticsearch
 
 REPO = Path(__file__).resolve().parents[1]
 STEP = re.compile(r"build_pairs: (?P<name>.+?) done in (?P<seconds>[\d.]+)s")

@@ -33,11 +33,13 @@ import pandas as pd
 from _resources import run_measured  # benchmarks/ is on sys.path when run as a script
 from pyspark.sql import functions as F
 
-from jobrec_core.cleaning import apply_rules, candidate_pairs, job_documents
+from jobrec_core.cleaning.rules import apply_rules
+from jobrec_core.cleaning.stage import job_documents
+from jobrec_core.cleaning.wmd_filter import candidate_pairs
 from jobrec_core.config import load_config
-from jobrec_core.io import read_delta, table_path
-from jobrec_core.spark import get_spark
-from jobrec_core.wmd import DocumentBatch, VectorTable, WmdDocument, wmd, wmd_pairs
+from jobrec_core.platform.spark import get_spark
+from jobrec_core.platform.tables import read_delta, table_path
+from jobrec_core.text.wmd import DocumentBatch, VectorTable, WmdDocument, wmd, wmd_pairs
 
 REPO = Path(__file__).resolve().parents[1]
 T = TypeVar("T")

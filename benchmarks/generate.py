@@ -24,14 +24,14 @@ import numpy as np
 from _resources import Measured, run_measured  # benchmarks/ is on sys.path when run as a script
 
 from jobrec_core.config import load_config
-from jobrec_core.generate import (
+from jobrec_core.data.generate import (
     CandidatePools,
     GenerationPlan,
     assign_job_occupations,
     generate_candidate_block,
 )
-from jobrec_core.reference import load_catalogue
-from jobrec_core.text import load_stopwords
+from jobrec_core.data.reference import load_catalogue
+from jobrec_core.text.tokens import load_stopwords
 
 REPO = Path(__file__).resolve().parents[1]
 

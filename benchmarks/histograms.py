@@ -23,7 +23,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from jobrec_core.histograms import histogram_counts
+from jobrec_core.features.histograms import histogram_counts
 
 BINS = 30
 

@@ -27,25 +27,24 @@ import psutil
 from elasticsearch import helpers
 
 from jobrec_core.config import JobrecConfig, load_config
-from jobrec_core.embeddings import tokenize_jobs
-from jobrec_core.es_node import LocalElasticsearch
-from jobrec_core.indexing import (
-    build_index,
+from jobrec_core.indexing.documents import (
     index_definition,
     job_documents,
     new_index_name,
     serving_settings,
 )
-from jobrec_core.io import read_delta, table_path
+from jobrec_core.indexing.stage import build_index
+from jobrec_core.platform.spark import get_spark
+from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.runtime import setup_logging
-from jobrec_core.search import (
+from jobrec_core.search.connection import (
     connector_options,
     make_client,
     resolve_connection,
     wait_for_primaries,
 )
-from jobrec_core.spark import get_spark
-from jobrec_core.text import load_stopwords
+from jobrec_core.search.local_node import LocalElasticsearch
+from jobrec_core.text.tokens import load_stopwords, tokenize_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 ALIAS = "bench_jobs"

@@ -30,11 +30,11 @@ import pandas as pd
 import torch
 
 from jobrec_core.config import load_config
-from jobrec_core.histograms import Vocabulary
-from jobrec_core.model import Drmm, DrmmSpec
-from jobrec_core.pairs import document_features, query_features
-from jobrec_core.registry import score_frame
-from jobrec_core.rerank import WmdScorer
+from jobrec_core.features.histograms import Vocabulary
+from jobrec_core.features.matching import document_features, query_features
+from jobrec_core.models.drmm import Drmm, DrmmSpec
+from jobrec_core.models.registry import score_frame
+from jobrec_core.ranking.scorers import WmdScorer
 
 K = 10
 

@@ -34,10 +34,10 @@ BINS = 30
 
 def throughput(args: argparse.Namespace) -> int:
     from jobrec_core.config import load_config
-    from jobrec_core.model import DrmmSpec
-    from jobrec_core.spark import get_spark
-    from jobrec_core.training import torchrun_command, write_plan
-    from jobrec_core.training_run import make_plan, training_inputs
+    from jobrec_core.models.drmm import DrmmSpec
+    from jobrec_core.platform.spark import get_spark
+    from jobrec_core.training.stage import make_plan, training_inputs
+    from jobrec_core.training.worker import torchrun_command, write_plan
 
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
     config = config.model_copy(
@@ -129,8 +129,8 @@ def write_synthetic(directory: Path, triples: int, seed: int) -> int:
 def stream_child(directory: str, batch_size: int) -> int:
     """Stream every triple through the training reader; print the count and the decoded
     in-memory size of what went through."""
-    from jobrec_core.batches import ReaderSettings, TripleStream, loader
-    from jobrec_core.model import DrmmSpec
+    from jobrec_core.models.drmm import DrmmSpec
+    from jobrec_core.training.batches import ReaderSettings, TripleStream, loader
 
     spec = DrmmSpec(
         bins=BINS, histogram="lch", mlp_layers=10, mlp_width=10, gating="idf", gate_dim=1

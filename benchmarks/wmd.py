@@ -5,10 +5,10 @@
     .venv/bin/python benchmarks/wmd.py --sizes 12,24,40,60,20x60,50x130,50x300 --zipf
 
 The last form compares the compiled solver with POT's network simplex, pair for pair, by
-document length: it sets `jobrec_core.wmd.COMPILED_MAX_CELLS`, beyond which POT is used.
+document length: it sets `jobrec_core.text.wmd.COMPILED_MAX_CELLS`, beyond which POT is used.
 
 The setup of shared/spec/STACK.md's baseline: a 5,000-word, 100-dimensional vocabulary and
-documents of 12 words (`--vocabulary 41401` is the seed's). Both sides get the same pairs;
+documents of 12 words (`--vocabulary 41401` is the paper's). Both sides get the same pairs;
 jobrec's documents are built once per document (as the cleaning stage does, once per job) and
 packed as the cleaning stage gets them from Arrow; the pair loop is timed alone.
 """
@@ -24,8 +24,8 @@ from typing import TypeVar
 import numpy as np
 from gensim.models import KeyedVectors
 
-from jobrec_core.transport import transport_batch
-from jobrec_core.wmd import (
+from jobrec_core.text.transport import transport_batch
+from jobrec_core.text.wmd import (
     DocumentBatch,
     VectorTable,
     WmdDocument,

@@ -1,53 +1,7 @@
-"""Evaluate: BM25, the WMD baseline and every DRMM configuration, by the seed's protocol, a
-learning curve, and against the generator's ground truth (docs/RESULTS.md).
+"""`spark-submit jobs/evaluate.py`: runs jobrec_core.entrypoints.evaluate (its docstring says
+what)."""
 
-    spark-submit jobs/evaluate.py --env local
-    spark-submit jobs/evaluate.py --env local --report-dir docs
-    spark-submit jobs/evaluate.py --env local --set evaluation.learning_curve=false
-
-Needs gold/pairs (jobs/build_pairs.py) and the models of jobs/train_drmm.py (one per
-`--set model.version=vN`; a configuration not trained on the current pairs is reported and
-skipped). Prints the tables next to the seed's figures, logs them to an MLflow run
-`evaluate`, and writes RESULTS.md with its plots to --report-dir (default: the dataset's
-reports/evaluation folder).
-"""
-
-from __future__ import annotations
-
-import argparse
-import shlex
-import sys
-from collections.abc import Sequence
-
-from jobrec_core.evaluation import run_evaluation
-from jobrec_core.results import publish
-from jobrec_core.runtime import add_common_arguments, entry_point, start_job
-from jobrec_core.spark import get_spark
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = add_common_arguments(argparse.ArgumentParser(description=__doc__))
-    parser.add_argument(
-        "--report-dir",
-        default=None,
-        help="folder for RESULTS.md and its plots (default: <dataset>/reports/evaluation)",
-    )
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args, config = start_job(build_parser(), argv)
-    report = run_evaluation(get_spark(config), config)
-    print(report.format())
-    arguments = list(argv if argv is not None else sys.argv[1:])
-    results, run_id = publish(
-        config, report, args.report_dir, "spark-submit jobs/evaluate.py " + shlex.join(arguments)
-    )
-    print(f"\nreport: {results}; MLflow run {run_id}")
-    return 0
-
-
-run = entry_point(main)
+from jobrec_core.entrypoints.evaluate import run
 
 if __name__ == "__main__":
     run()

@@ -1,40 +1,6 @@
-"""Raw files -> bronze Delta tables (jobs, candidates) and the quarantine table.
+"""`spark-submit jobs/ingest.py`: runs jobrec_core.entrypoints.ingest (its docstring says what)."""
 
-    spark-submit jobs/ingest.py --env local --set data.preset=tiny
-
-Prints the count of every quarantine reason; exits non-zero with a clear message when a
-source has more bad records than `quality.error_budget_fraction`.
-"""
-
-from __future__ import annotations
-
-import argparse
-import sys
-from collections.abc import Sequence
-
-from jobrec_core.ingest import ingest_raw
-from jobrec_core.quality import DataQualityError
-from jobrec_core.runtime import add_common_arguments, entry_point, start_job
-from jobrec_core.spark import get_spark
-
-
-def build_parser() -> argparse.ArgumentParser:
-    return add_common_arguments(argparse.ArgumentParser(description=__doc__))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    _, config = start_job(build_parser(), argv)
-    try:
-        reports = ingest_raw(get_spark(config), config)
-    except DataQualityError as error:
-        print(f"ingest failed: {error}", file=sys.stderr)
-        return 1
-    for report in reports:
-        print(report.format())
-    return 0
-
-
-run = entry_point(main)
+from jobrec_core.entrypoints.ingest import run
 
 if __name__ == "__main__":
     run()

@@ -1,7 +1,7 @@
 # Databricks notebook source
 # MAGIC %md
 # MAGIC # jobrec: stack check
-# MAGIC Runs the component checks of `jobrec_core.stack_check` in this environment: Delta,
+# MAGIC Runs the component checks of `jobrec_core.devtools.stack_check` in this environment: Delta,
 # MAGIC Elasticsearch through the ES-Hadoop connector, the MLflow registry, Petastorm and a
 # MAGIC 2-process DDP step. On a cluster the configuration is `conf/databricks.yaml`; run locally
 # MAGIC (`.venv/bin/python notebooks/00_stack_check.py --env local`) it uses `conf/local.yaml`
@@ -9,8 +9,8 @@
 
 # COMMAND ----------
 
-from jobrec_core.notebook import open_notebook
-from jobrec_core.stack_check import StackContext, format_report, run_checks
+from jobrec_core.devtools.notebook import open_notebook
+from jobrec_core.devtools.stack_check import StackContext, format_report, run_checks
 
 notebook = open_notebook("Stack check")
 

@@ -12,7 +12,7 @@
 
 # COMMAND ----------
 
-from jobrec_core.data_report import (
+from jobrec_core.data.report import (
     candidate_examples,
     format_profile,
     layer_counts,
@@ -20,7 +20,7 @@ from jobrec_core.data_report import (
     profile_figure,
     quarantine_reasons,
 )
-from jobrec_core.notebook import Parameter, open_notebook
+from jobrec_core.devtools.notebook import Parameter, open_notebook
 
 notebook = open_notebook(
     "Data exploration", Parameter("examples", "3", "cleaned candidates shown job by job")
@@ -53,7 +53,7 @@ notebook.table(quarantine_reasons(spark, config), "Quarantined records by stage 
 # MAGIC %md
 # MAGIC ## Cleaned candidates, job by job
 # MAGIC `wm_similarity` is the job's mean Word Mover's similarity to the candidate's other jobs;
-# MAGIC cleaning keeps a job above `cleaning.wmd_similarity_threshold` (the seed's 0.45).
+# MAGIC cleaning keeps a job above `cleaning.wmd_similarity_threshold` (the paper's 0.45).
 
 # COMMAND ----------
 

@@ -1,7 +1,7 @@
 # Databricks notebook source
 # MAGIC %md
 # MAGIC # jobrec: pipeline results
-# MAGIC The latest evaluation (the seed's protocol, the learning curve over training-set sizes,
+# MAGIC The latest evaluation (the paper's protocol, the learning curve over training-set sizes,
 # MAGIC the ground truth), each DRMM's training curve, and the registry: every version with its
 # MAGIC aliases and the promotion gate's decision. Everything is read back from MLflow, where
 # MAGIC `jobs/evaluate.py`, `jobs/train_drmm.py` and `jobs/promote_model.py` logged it.
@@ -10,8 +10,8 @@
 
 # COMMAND ----------
 
-from jobrec_core.notebook import Parameter, open_notebook
-from jobrec_core.tracking import logged_images, logged_tables, model_versions, stage_runs
+from jobrec_core.devtools.notebook import Parameter, open_notebook
+from jobrec_core.platform.tracking import logged_images, logged_tables, model_versions, stage_runs
 
 notebook = open_notebook(
     "Pipeline results", Parameter("trainings", "4", "latest training runs whose curves are shown")

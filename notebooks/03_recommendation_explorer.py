@@ -11,8 +11,8 @@
 
 # COMMAND ----------
 
-from jobrec_core.notebook import Parameter, open_notebook
-from jobrec_core.recommend import (
+from jobrec_core.devtools.notebook import Parameter, open_notebook
+from jobrec_core.serving.stage import (
     rank_figure,
     recommendations_of,
     recommended_candidates,

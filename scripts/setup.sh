@@ -48,6 +48,6 @@ else
   echo "$jvm_fp" > "$STAMPS/jvm"
 fi
 # spark-submit reads its jars from the environment's spark-defaults.conf (see
-# jobrec_core.spark.install_spark_defaults); written every time, from conf/local.yaml.
-.venv/bin/python -c 'from jobrec_core.config import load_config; from jobrec_core.spark import install_spark_defaults; print("setup: wrote", install_spark_defaults(load_config("local")))'
+# jobrec_core.platform.spark.install_spark_defaults); written every time, from conf/local.yaml.
+.venv/bin/python -c 'from jobrec_core.config import load_config; from jobrec_core.platform.spark import install_spark_defaults; print("setup: wrote", install_spark_defaults(load_config("local")))'
 echo "setup: done"

@@ -13,20 +13,8 @@ from pathlib import Path
 import pytest
 
 from jobrec_core.config import JobrecConfig, load_config
-from jobrec_core.es_node import LocalElasticsearch, NodeState
-
-REPO = Path(__file__).resolve().parents[1]
-
-
-def state_overrides(root: Path) -> list[str]:
-    """Settings that move every piece of state of the local environment under `root`."""
-    return [
-        f"storage.root={root / 'store'}",
-        f"elasticsearch.local.workdir={root / 'es'}",
-        f"mlflow.tracking_uri=sqlite:///{root / 'mlflow.db'}",
-        f"mlflow.artifact_root={root / 'artifacts'}",
-        "spark.shuffle_partitions=4",
-    ]
+from jobrec_core.search.local_node import LocalElasticsearch, NodeState
+from tests.helpers import REPO, state_overrides
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +37,7 @@ def es_node(config: JobrecConfig) -> Iterator[NodeState]:
 
 @pytest.fixture(scope="session")
 def spark(config: JobrecConfig):
-    from jobrec_core.spark import get_spark
+    from jobrec_core.platform.spark import get_spark
 
     session = get_spark(config)
     yield session
@@ -70,8 +58,7 @@ def tiny_overrides(state_root: Path, tmp_path_factory: pytest.TempPathFactory) -
 @pytest.fixture(scope="session")
 def tiny(spark, tiny_overrides):
     """The tiny preset generated and ingested once: (config, generation counts, reports)."""
-    from jobrec_core.generate import generate_dataset
-    from jobrec_core.ingest import ingest_raw
+    from jobrec_core.data.stage import generate_dataset, ingest_raw
 
     config = load_config("local", tiny_overrides, REPO / "conf")
     counts = generate_dataset(spark, config)
@@ -82,7 +69,7 @@ def tiny(spark, tiny_overrides):
 @pytest.fixture(scope="session")
 def tiny_embeddings(spark, tiny):
     """Stage 1's tokenised jobs (silver), word2vec and IDF of the tiny preset."""
-    from jobrec_core.embeddings import build_embeddings
+    from jobrec_core.embeddings.stage import build_embeddings
 
     return build_embeddings(spark, tiny[0])
 
@@ -90,7 +77,7 @@ def tiny_embeddings(spark, tiny):
 @pytest.fixture(scope="session")
 def tiny_cleaned(spark, tiny, tiny_embeddings):
     """Stage 1's cleaned candidates (silver) of the tiny preset: the funnel."""
-    from jobrec_core.cleaning import run_cleaning
+    from jobrec_core.cleaning.stage import run_cleaning
 
     return run_cleaning(spark, tiny[0])
 
@@ -98,7 +85,7 @@ def tiny_cleaned(spark, tiny, tiny_embeddings):
 @pytest.fixture(scope="session")
 def tiny_indexed(spark, tiny, tiny_embeddings, es_node):
     """Stage 2: the tiny preset's jobs behind the `jobs` alias of the session's node."""
-    from jobrec_core.indexing import run_indexing
+    from jobrec_core.indexing.stage import run_indexing
 
     return run_indexing(spark, tiny[0])
 
@@ -106,6 +93,6 @@ def tiny_indexed(spark, tiny, tiny_embeddings, es_node):
 @pytest.fixture(scope="session")
 def tiny_pairs(spark, tiny, tiny_cleaned, tiny_indexed):
     """Stage 3: the tiny preset's triples and MAP sets (the funnel)."""
-    from jobrec_core.pairs import run_build_pairs
+    from jobrec_core.pairs.stage import run_build_pairs
 
     return run_build_pairs(spark, tiny[0])

@@ -15,11 +15,12 @@ import json
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 
 from jobrec_core.config import ConfigError, JobrecConfig
-from jobrec_core.es_node import LocalElasticsearch, LocalNodeError
 from jobrec_core.runtime import add_common_arguments, config_from_args, setup_logging
+from jobrec_core.search.local_node import LocalElasticsearch, LocalNodeError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -101,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _bundle(folder: Path, target: str | None, variables: list[str]) -> int:
     """Print the workflows of the target, then every problem found; 1 when there is one."""
-    from jobrec_core.bundle import (
+    from jobrec_core.devtools.bundle import (
         BundleError,
         check_bundle,
         describe,
@@ -142,8 +143,8 @@ def _es(config: JobrecConfig, action: str, purge: bool) -> int:
 
 
 def _index(config: JobrecConfig, action: str, to: str | None) -> int:
-    from jobrec_core.indexing import IndexBuildError, list_versions, rollback
-    from jobrec_core.search import EsConnectionError, make_client, resolve_connection
+    from jobrec_core.search.connection import EsConnectionError, make_client, resolve_connection
+    from jobrec_core.search.index_versions import IndexBuildError, list_versions, rollback
 
     alias = config.elasticsearch.index_alias
     try:
@@ -171,8 +172,8 @@ def _index(config: JobrecConfig, action: str, to: str | None) -> int:
 def _recommend(config: JobrecConfig, candidate: int, refresh: bool) -> int:
     """Print the candidate's recommendations, computing them first when the table has none
     (with the local Elasticsearch node, started for the purpose if it is not running)."""
-    from jobrec_core.recommend import recommendations_of, run_recommend, show_candidate
-    from jobrec_core.spark import get_spark
+    from jobrec_core.platform.spark import get_spark
+    from jobrec_core.serving.stage import recommendations_of, run_recommend, show_candidate
 
     spark = get_spark(config)
     if refresh or recommendations_of(spark, config, candidate).empty:
@@ -199,9 +200,9 @@ def _local_node(config: JobrecConfig, keep: bool = False) -> Iterator[None]:
 
 
 def _data_report(config: JobrecConfig, out: str | None) -> int:
-    from jobrec_core.data_report import format_profile, profile_dataset, save_plots
-    from jobrec_core.io import table_path
-    from jobrec_core.spark import get_spark
+    from jobrec_core.data.report import format_profile, profile_dataset, save_plots
+    from jobrec_core.platform.spark import get_spark
+    from jobrec_core.platform.tables import table_path
 
     profile = profile_dataset(get_spark(config), config)
     print(format_profile(profile, config.cleaning.min_jobs, config.cleaning.min_top_score))
@@ -215,19 +216,18 @@ DEMO_CANDIDATES = 3  # held-out candidates whose recommendations the demo prints
 
 def _demo(config: JobrecConfig, keep_es: bool) -> int:
     """Every stage built so far, on the configured preset (conf/local.yaml: demo)."""
-    from jobrec_core.cleaning import run_cleaning
-    from jobrec_core.embeddings import build_embeddings
-    from jobrec_core.evaluation import held_out_candidates, run_evaluation
-    from jobrec_core.generate import generate_dataset
-    from jobrec_core.indexing import run_indexing
-    from jobrec_core.ingest import ingest_raw
-    from jobrec_core.pairs import run_build_pairs
-    from jobrec_core.recommend import run_recommend, show_candidate
-    from jobrec_core.registry import promote
+    from jobrec_core.cleaning.stage import run_cleaning
+    from jobrec_core.data.stage import generate_dataset, ingest_raw
+    from jobrec_core.devtools.stack_check import StackContext, format_report, run_checks
+    from jobrec_core.embeddings.stage import build_embeddings
+    from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
+    from jobrec_core.indexing.stage import run_indexing
+    from jobrec_core.pairs.stage import run_build_pairs
+    from jobrec_core.platform.spark import get_spark
     from jobrec_core.results import publish
-    from jobrec_core.spark import get_spark
-    from jobrec_core.stack_check import StackContext, format_report, run_checks
-    from jobrec_core.training_run import held_out_files, run_training
+    from jobrec_core.serving.stage import run_recommend, show_candidate
+    from jobrec_core.training.promotion import promote
+    from jobrec_core.training.stage import held_out_files, run_training, train_on_files
 
     with _local_node(config, keep=keep_es):
         spark = get_spark(config)
@@ -253,7 +253,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         print()
         print(run_build_pairs(spark, config).format())
         triples, map_sets = held_out_files(spark, config)
-        for version in config.model.versions:  # the seed's four configurations
+        for version in config.model.versions:  # the paper's four configurations
             print(f"\nDRMM {version}")
             versioned = config.model_copy(
                 update={"model": config.model.model_copy(update={"version": version})}
@@ -262,7 +262,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
             print(trained.format())
             print(promote(versioned, str(trained.version), triples, map_sets).format())
         print()
-        evaluation = run_evaluation(spark, config)
+        evaluation = run_evaluation(spark, config, partial(train_on_files, spark, config))
         written, _ = publish(config, evaluation, None, "jobrec demo")
         print(evaluation.format())
         print(f"report: {written}\n")

@@ -8,8 +8,9 @@ it, instead of silently falling back to a default hours into a run.
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -216,7 +217,7 @@ ExtraFeature = Literal["unigrams", "bigrams", "bm25"]
 
 
 class ModelVersionConfig(_Section):
-    """One of the seed's named DRMM configurations (§8.2)."""
+    """One of the paper's named DRMM configurations (§8.2)."""
 
     extras: list[ExtraFeature] = []
     extras_keep: float = Field(default=1.0, gt=0, le=1)
@@ -269,6 +270,7 @@ class EvaluationConfig(_Section):
     k: int = Field(gt=0)
     learning_curve: bool
     ground_truth_candidates: int = Field(ge=0)
+    baselines: list[str]
 
 
 class QualityConfig(_Section):
@@ -336,10 +338,10 @@ def load_config(
     if env != "base":
         overlay_file = directory / f"{env}.yaml"
         overlay = _read_yaml(overlay_file)
-        _deep_merge(merged, overlay, (), str(overlay_file), origins)
+        deep_merge(merged, overlay, _origin_recorder(str(overlay_file), origins))
     for override in overrides:
         key, value = _parse_override(override)
-        _deep_merge(merged, _nest(key, value), (), f"--set {override}", origins)
+        deep_merge(merged, _nest(key, value), _origin_recorder(f"--set {override}", origins))
     merged["env"] = env
     merged["project_root"] = str(directory.resolve().parent)
     try:
@@ -373,22 +375,34 @@ def _record_origins(
             _record_origins(value, path, source, origins)
 
 
-def _deep_merge(
+def deep_merge(
     target: dict[str, Any],
     overlay: Mapping[str, Any],
-    prefix: tuple[str, ...],
-    source: str,
-    origins: dict,
-) -> None:
+    on_set: Callable[[tuple[str, ...], Any], None] | None = None,
+    prefix: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """`overlay` onto `target`, in place: a non-empty mapping merges key by key into a mapping,
+    anything else replaces (a copy); `on_set(path, value)` hears of each replacement (the
+    configuration records where each value came from). Used by the configuration and by the
+    bundle check, which merges targets the same way."""
     for key, value in overlay.items():
         path = (*prefix, str(key))
         if isinstance(value, Mapping) and isinstance(target.get(key), dict) and value:
-            _deep_merge(target[key], value, path, source, origins)
+            deep_merge(target[key], value, on_set, path)
         else:
-            target[key] = value
-            origins[path] = source
-            if isinstance(value, Mapping):
-                _record_origins(value, path, source, origins)
+            target[key] = copy.deepcopy(value)
+            if on_set is not None:
+                on_set(path, value)
+    return target
+
+
+def _origin_recorder(source: str, origins: dict) -> Callable[[tuple[str, ...], Any], None]:
+    def record(path: tuple[str, ...], value: Any) -> None:
+        origins[path] = source
+        if isinstance(value, Mapping):
+            _record_origins(value, path, source, origins)
+
+    return record
 
 
 def _parse_override(override: str) -> tuple[str, Any]:

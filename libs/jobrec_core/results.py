@@ -11,11 +11,13 @@ from typing import Any
 
 import pandas as pd
 
-from jobrec_core import manifest
 from jobrec_core.config import JobrecConfig
-from jobrec_core.evaluation import BM25, SEED_CURVE, EvaluationReport
-from jobrec_core.io import local_path, table_path
-from jobrec_core.plots import chart
+from jobrec_core.evaluation.curve import PAPER_CURVE
+from jobrec_core.evaluation.protocols import BM25
+from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.platform import manifest
+from jobrec_core.platform.plots import chart
+from jobrec_core.platform.tables import local_path, table_path
 
 CURVE_PLOT = "learning_curve_sizes.png"
 GROUND_TRUTH_PLOT = "ground_truth.png"
@@ -58,12 +60,14 @@ def curve_figure(report: EvaluationReport) -> Any:
         shares = [p.triples / largest for p in report.curve]
         axis.plot(shares, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
         axis.plot(shares, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
-        seed_sizes = sorted(SEED_CURVE)
-        seed_shares = [s / seed_sizes[-1] for s in seed_sizes]
-        axis.plot(seed_shares, [SEED_CURVE[s][0] for s in seed_sizes], "--", label="seed accuracy")
-        axis.plot(seed_shares, [SEED_CURVE[s][1] for s in seed_sizes], "--", label="seed MAP")
+        paper_sizes = sorted(PAPER_CURVE)
+        paper_shares = [s / paper_sizes[-1] for s in paper_sizes]
+        axis.plot(
+            paper_shares, [PAPER_CURVE[s][0] for s in paper_sizes], "--", label="seed accuracy"
+        )
+        axis.plot(paper_shares, [PAPER_CURVE[s][1] for s in paper_sizes], "--", label="seed MAP")
         axis.set_xlabel(
-            f"share of the largest sample (ours {largest:,}, seed's {seed_sizes[-1]:,})"
+            f"share of the largest sample (ours {largest:,}, paper's {paper_sizes[-1]:,})"
         )
     return figure
 
@@ -175,7 +179,7 @@ def publish(
 ) -> tuple[Path, str]:
     """Log the report to MLflow and write it to `folder` (default: the dataset's
     reports/evaluation); returns (RESULTS.md, the MLflow run id)."""
-    from jobrec_core.tracking import configure_mlflow
+    from jobrec_core.platform.tracking import configure_mlflow
 
     pairs = manifest.current(config, "pairs")
     context = {

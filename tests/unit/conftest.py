@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from gensim.models import KeyedVectors
 
-WORDS = [f"w{i}" for i in range(2000)]
+from tests.helpers import WORDS
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 
 from jobrec_core.config import ConfigError, load_config
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parents[2]
 CONF = REPO / "conf"
 
 

@@ -1,0 +1,1 @@
+"""Stage 1b: rule filters, then the distributed Word Mover's Distance filter."""

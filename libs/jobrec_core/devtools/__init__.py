@@ -1,0 +1,1 @@
+"""Developer tools: the bundle check, the stack check, notebooks run locally."""

@@ -1,0 +1,143 @@
+"""Tokenised jobs, word2vec embeddings and IDF: the text representation every stage shares.
+
+* :func:`tokenize_jobs` cleans each text field in the JVM (Spark ML's `RegexTokenizer` and
+  `StopWordsRemover`): lowercase letter runs without stop words, the same words as
+  `jobrec_core.text.tokens.clean_tokens` gives in Python.
+* :func:`train_word2vec` trains gensim's word2vec on one line per job (all fields) written
+  by Spark to a corpus file, gensim's fastest input path. One worker thread and a stable
+  hash make the vectors a function of the seed alone.
+* :func:`compute_idf` gives `log(N / df)` per term over the jobs (§3.1), in Spark.
+
+The vectors are saved with gensim's `KeyedVectors.save`, whose arrays executors can
+memory-map, under a version derived from the inputs and settings: rerunning with the same
+inputs gives the same version, and every later stage records the version it used.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.embeddings.word2vec import (
+    all_tokens,
+    compute_idf,
+    single_text_file,
+    train_word2vec,
+    version_of,
+)
+from jobrec_core.platform import manifest
+from jobrec_core.platform.tables import (
+    delta_version,
+    local_path,
+    read_delta,
+    table_path,
+    write_delta,
+)
+from jobrec_core.text.tokens import load_stopwords, tokenize_jobs
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EmbeddingsVersion:
+    name: str
+    folder: str
+
+    @property
+    def vectors_file(self) -> str:
+        return f"{self.folder}/vectors.kv"
+
+    @property
+    def idf_table(self) -> str:
+        return f"{self.folder}/idf"
+
+    @property
+    def corpus_file(self) -> str:
+        return f"{self.folder}/corpus"
+
+
+@dataclass(frozen=True)
+class EmbeddingsResult:
+    version: EmbeddingsVersion
+    jobs: int
+    vocabulary: int
+    terms: int
+    seconds: float
+
+
+def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsResult:
+    """bronze jobs -> silver jobs (tokenised), word2vec vectors and IDF, recorded in the
+    manifest and logged to MLflow."""
+    # MLflow is imported here, not at the top: executors import this module (tokens_column)
+    # and need none of it.
+    import mlflow
+
+    from jobrec_core.platform.tracking import configure_mlflow
+
+    started = time.perf_counter()
+    bronze = table_path(config, "bronze", "jobs")
+    silver = table_path(config, "silver", "jobs")
+    stopwords = load_stopwords(tuple(config.text.stopword_languages))
+    write_delta(tokenize_jobs(read_delta(spark, bronze), stopwords), silver)
+    tokenized = read_delta(spark, silver)
+    name = version_of(
+        config.embeddings,
+        {"dataset": config.data.preset, "jobs_version": delta_version(spark, bronze)},
+        config.run.seed,
+    )
+    version = EmbeddingsVersion(name, table_path(config, "silver", f"embeddings/{name}"))
+    log.info("embeddings %s: writing the corpus", name)
+    (
+        all_tokens(tokenized)
+        .orderBy("job_id")
+        .select(F.concat_ws(" ", "tokens").alias("value"))
+        .coalesce(1)
+        .write.mode("overwrite")
+        .text(version.corpus_file)
+    )
+    log.info("embeddings %s: training word2vec", name)
+    model = train_word2vec(
+        single_text_file(local_path(version.corpus_file)), config.embeddings, config.run.seed
+    )
+    # Arrays always in separate .npy files, which executors memory-map.
+    model.wv.save(local_path(version.vectors_file), sep_limit=0)
+    idf = compute_idf(tokenized)
+    write_delta(idf, version.idf_table)
+    result = EmbeddingsResult(
+        version=version,
+        jobs=tokenized.count(),
+        vocabulary=len(model.wv),
+        terms=read_delta(spark, version.idf_table).count(),
+        seconds=time.perf_counter() - started,
+    )
+    manifest.record(
+        config,
+        "embeddings",
+        {
+            "version": name,
+            "vectors": version.vectors_file,
+            "idf": version.idf_table,
+            "jobs": silver,
+        },
+    )
+    configure_mlflow(config)
+    with mlflow.start_run(run_name=f"train_embeddings {name}"):
+        mlflow.set_tags(
+            {"stage": "train_embeddings", "embeddings_version": name, "dataset": config.data.preset}
+        )
+        mlflow.log_params({f"embeddings.{k}": v for k, v in config.embeddings.model_dump().items()})
+        mlflow.log_metrics(
+            {
+                "jobs": result.jobs,
+                "vocabulary": result.vocabulary,
+                "idf_terms": result.terms,
+                "seconds": result.seconds,
+            }
+        )
+        mlflow.log_dict(manifest.read_manifest(config), "manifest.json")
+    return result

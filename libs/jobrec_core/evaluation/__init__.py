@@ -1,0 +1,1 @@
+"""Stage 5a: the paper's protocol, the learning curve and ground truth, metrics and the report."""

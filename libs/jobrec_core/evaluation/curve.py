@@ -1,0 +1,28 @@
+"""The learning curve's points and sizes (the training itself is the training stage's, passed in
+by the caller)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PAPER_CURVE = {9000: (0.932, 0.966), 18000: (0.939, 0.968), 27000: (0.945, 0.966)}
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    triples: int
+    configured: int  # the size asked for (`training.learning_curve_sizes`)
+    dev_accuracy: float
+    dev_map: float
+    epochs: int
+
+
+def curve_sizes(configured: list[int], available: int) -> list[tuple[int, int]]:
+    """(triples used, size asked for): the sizes scaled down together when the largest is
+    more than the training split holds (the demo data is smaller than the paper's)."""
+    if not configured:
+        return []
+    largest = max(configured)
+    if available >= largest:
+        return [(size, size) for size in sorted(configured)]
+    return [(max(1, round(size * available / largest)), size) for size in sorted(configured)]

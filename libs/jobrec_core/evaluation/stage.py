@@ -1,0 +1,253 @@
+"""Stage 5a: does the re-ranker recommend better jobs than BM25 alone? Three experiments
+(the paper §7-8).
+
+1. **The paper's protocol** on the test splits (`evaluation.protocols`), for BM25's own order,
+   the baselines and every DRMM configuration trained on the current pairs.
+2. **Learning curve**: the configured DRMM trained on nested samples of the training triples
+   (`training.learning_curve_sizes`, scaled down when there are fewer), dev accuracy and dev
+   MAP of each. Training belongs to the training stage: the caller passes a `trainer`
+   (`training.stage.train_on_files`), so this stage never imports another.
+3. **Ground truth** (`evaluation.ground_truth`): held-out candidates (in no training, dev or
+   MAP-dev split) go through the recommendation pipeline (`ranking.factory`: a query of all
+   their jobs, BM25's top 100 minus their own jobs, the features); every ranker scores the
+   same rows in one Spark pass, and their top k are judged against the generator's latent
+   interests.
+
+This module alone reads and writes tables here; only the scores come back to the driver,
+where the metrics are numpy (`ranking.metrics`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import cast
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.evaluation.curve import CurvePoint, curve_sizes
+from jobrec_core.evaluation.ground_truth import ground_truth_rows, with_relevance
+from jobrec_core.evaluation.protocols import BM25, paper_protocol, triple_documents
+from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.features.queries import candidate_queries
+from jobrec_core.models.registry import model_entry, model_of
+from jobrec_core.platform import manifest
+from jobrec_core.platform.spark import arrow_batch
+from jobrec_core.platform.tables import (
+    RawLocations,
+    delta_version,
+    is_delta_table,
+    read_delta,
+    snapshot_files,
+    table_path,
+    write_delta,
+)
+from jobrec_core.platform.tracking import configure_mlflow
+from jobrec_core.ranking.factory import (
+    RankingInputs,
+    baseline_scorers,
+    featured_pool,
+    ranking_inputs,
+)
+from jobrec_core.ranking.pipeline import ScoreColumns
+from jobrec_core.ranking.scorers import DrmmScorer, Scorer
+from jobrec_core.search.bm25 import RetrievalCheckpoint
+
+log = logging.getLogger(__name__)
+
+QUARANTINE_SOURCE = "evaluate"
+
+# Trains the configured DRMM on the given training files (the dev split as usual) and returns
+# (dev accuracy, dev MAP, epochs) of its last epoch.
+CurveTrainer = Callable[[list[str], int], tuple[float, float, int]]
+
+
+# --- the models ---------------------------------------------------------------------------------
+
+
+def current_models(
+    spark: SparkSession, config: JobrecConfig
+) -> tuple[dict[str, str], dict[str, str]]:
+    """({"DRMM v1": registry version, ...}, {ranker: why skipped}): the last model of each
+    configuration in the manifest, when it was trained on the current pairs."""
+    pairs = manifest.current(config, "pairs")
+    current = {
+        "pairs_config_hash": str(pairs["config_hash"]),
+        "triples_table_version": str(delta_version(spark, str(pairs["triples"]))),
+    }
+    recorded = manifest.read_manifest(config)
+    found, skipped = {}, {}
+    for version in config.model.versions:
+        ranker = f"DRMM {version}"
+        entry = recorded.get(model_entry(version))
+        if entry is None or entry.get("version") is None:
+            skipped[ranker] = f"never trained (jobs/train_drmm.py --set model.version={version})"
+        elif any(str(entry.get(key)) != value for key, value in current.items()):
+            skipped[ranker] = f"registry v{entry['version']} was trained on older pairs: retrain it"
+        else:
+            found[ranker] = str(entry["version"])
+    return found, skipped
+
+
+def drmm_scorers(spark: SparkSession, config: JobrecConfig, models: dict[str, str]) -> list[Scorer]:
+    configure_mlflow(config)
+    name = config.mlflow.model_name
+    return [
+        DrmmScorer.of(spark, ranker, model_of(f"models:/{name}/{version}"))
+        for ranker, version in models.items()
+    ]
+
+
+def _collect(frame: DataFrame) -> pd.DataFrame:
+    """The (small) scored rows on the driver."""
+    return cast(pd.DataFrame, frame.toPandas())
+
+
+# --- 1. the paper's protocol --------------------------------------------------------------------
+
+
+def run_paper_protocol(
+    spark: SparkSession, config: JobrecConfig, rerankers: list[Scorer], tokens: DataFrame
+) -> tuple[list, dict[str, int]]:
+    pairs = manifest.current(config, "pairs")
+    triples = read_delta(spark, str(pairs["triples"])).where(F.col("split") == "test")
+    map_sets = read_delta(spark, str(pairs["map_sets"])).where(F.col("split") == "map_test")
+    with arrow_batch(spark, config.histograms.map_queries_per_batch):
+        on_triples = _collect(
+            ScoreColumns(rerankers, keep=["candidate_id", "label"]).transform_spark(
+                triple_documents(triples).join(tokens, "job_id")
+            )
+        )
+        on_map = _collect(
+            ScoreColumns(
+                rerankers, keep=["candidate_id", "job_id", "label", "bm25_rank"]
+            ).transform_spark(map_sets.join(tokens, "job_id"))
+        )
+    names = [scorer.name for scorer in rerankers]
+    return paper_protocol(on_triples, on_map, names, config.evaluation.k)
+
+
+# --- 2. learning curve --------------------------------------------------------------------------
+
+
+def run_learning_curve(
+    spark: SparkSession, config: JobrecConfig, trainer: CurveTrainer
+) -> list[CurvePoint]:
+    """Nested seeded samples of the training triples (`gold/pairs/learning_curve`), one
+    model trained on each by `trainer`."""
+    pairs = manifest.current(config, "pairs")
+    triples = read_delta(spark, str(pairs["triples"])).where(F.col("split") == "train")
+    sizes = curve_sizes(config.training.learning_curve_sizes, triples.count())
+    if not sizes:
+        return []
+    subsets_path = table_path(config, "gold", "pairs/learning_curve")
+    ordered = triples.orderBy(
+        F.xxhash64(F.lit(config.run.seed), F.lit("learning curve"), "candidate_id"), "candidate_id"
+    )
+    subsets = [ordered.limit(used).withColumn("split", F.lit(f"train_{used}")) for used, _ in sizes]
+    union = subsets[0]
+    for subset in subsets[1:]:
+        union = union.unionByName(subset)
+    write_delta(union, subsets_path, partition_by=["split"])
+    points = []
+    for used, asked in sizes:
+        log.info("learning curve: training on %d triples", used)
+        files = snapshot_files(spark, subsets_path, f"train_{used}")
+        dev_accuracy, dev_map, epochs = trainer(files, used)
+        points.append(CurvePoint(used, asked, dev_accuracy, dev_map, epochs))
+    return points
+
+
+# --- 3. ground truth ----------------------------------------------------------------------------
+
+
+def held_out_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> DataFrame:
+    """A seeded sample of cleaned candidates in no split a model learns or is selected on."""
+    pairs = manifest.current(config, "pairs")
+    used = (
+        read_delta(spark, str(pairs["triples"]))
+        .where(F.col("split").isin("train", "dev"))
+        .select("candidate_id")
+        .unionByName(
+            read_delta(spark, str(pairs["map_sets"]))
+            .where(F.col("split") == "map_dev")
+            .select("candidate_id")
+        )
+        .distinct()
+    )
+    return (
+        read_delta(spark, table_path(config, "silver", "candidates"))
+        .join(used, "candidate_id", "left_anti")
+        .orderBy(
+            F.xxhash64(F.lit(config.run.seed), F.lit("ground truth"), "candidate_id"),
+            "candidate_id",
+        )
+        .limit(count)
+    )
+
+
+def run_ground_truth(
+    spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, rankers: list[Scorer]
+) -> tuple[list, int]:
+    count = config.evaluation.ground_truth_candidates
+    truth_path = RawLocations.of(config).ground_truth
+    if count <= 0 or not is_delta_table(spark, truth_path):
+        log.info("ground truth: skipped (no generator ground truth, or 0 candidates asked for)")
+        return [], 0
+    queries = candidate_queries(
+        held_out_candidates(spark, config, count),
+        inputs.jobs,
+        inputs.embeddings_version,
+        inputs.words_and_idf,
+        config.queries,
+        config.run.seed,
+    ).cache()
+    checkpoint = RetrievalCheckpoint(
+        config, table_path(config, "silver", "ground_truth_retrieval"), QUARANTINE_SOURCE
+    )
+    pipeline = featured_pool(config, inputs, checkpoint) >> ScoreColumns(
+        rankers, keep=["candidate_id", "job_id"]
+    )
+    scored = pipeline.transform_spark(queries)
+    with arrow_batch(spark, config.histograms.map_queries_per_batch):
+        labelled = _collect(with_relevance(scored, inputs.jobs, read_delta(spark, truth_path)))
+    queries.unpersist()
+    names = [scorer.name for scorer in rankers]
+    return ground_truth_rows(labelled, names, config.evaluation.k), int(
+        labelled["candidate_id"].nunique()
+    )
+
+
+# --- the stage ----------------------------------------------------------------------------------
+
+
+def run_evaluation(
+    spark: SparkSession, config: JobrecConfig, trainer: CurveTrainer | None = None
+) -> EvaluationReport:
+    """The three experiments (see the module); the learning curve runs when
+    `evaluation.learning_curve` is on and a `trainer` is given."""
+    inputs = ranking_inputs(spark, config)
+    models, skipped = current_models(spark, config)
+    for ranker, reason in skipped.items():
+        log.warning("%s: %s", ranker, reason)
+    drmm = drmm_scorers(spark, config, models)
+    baselines = baseline_scorers(config, inputs)
+    report = EvaluationReport(config.evaluation.k, models, skipped)
+    # BM25's row of the paper's table is its own order of the MAP sets, not a score column.
+    rerankers = [scorer for scorer in baselines if scorer.name != BM25] + drmm
+    log.info(
+        "evaluation 1/3: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
+    )
+    report.protocol, queries = run_paper_protocol(spark, config, rerankers, inputs.tokens)
+    report.queries |= queries
+    if config.evaluation.learning_curve and trainer is not None:
+        log.info("evaluation 2/3: learning curve")
+        report.curve = run_learning_curve(spark, config, trainer)
+    log.info("evaluation 3/3: ground truth")
+    report.ground_truth, report.queries["ground_truth"] = run_ground_truth(
+        spark, config, inputs, [*baselines, *drmm]
+    )
+    return report

@@ -1,0 +1,184 @@
+"""DRMM matching histograms and the pair features, vectorised with numpy (paper §5.1, §6).
+
+For one query and any number of documents, :func:`histogram_counts` computes every cosine
+similarity between the query's term vectors and all the documents' term vectors in one BLAS
+product, bins them, and counts with one `bincount`: no Python loop over words or bins.
+
+Binning (`bins` = `histograms.bins`, 30): [-1, 1) is split into `bins` equal bins, bin
+`floor((cos + 1) / 2 * bins)`; a similarity of 1 that is not an exact match (two different
+words with the same vector) falls in the last of them. One more bin, index `bins`, counts the
+exact matches: document terms that *are* the query term. Deciding exact matches by the term,
+not by `cos == 1.0`, keeps them exact under float rounding (a word's cosine with itself is
+0.99999994 in float32).
+
+Terms are integers: their row in the vocabulary of the IDF table (every word of every job).
+Words without a word2vec vector (rarer than `embeddings.min_count`) have a zero vector, so
+their similarity to any other word is 0 (the middle bin); their exact matches still count.
+
+Only the counts (CH) are stored, as small integers. The variants are derived on read
+(:func:`transform`): NH = CH / document length, LCH = ln(1 + CH).
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+Variant = Literal["ch", "nh", "lch"]
+
+
+def histogram_counts(
+    query_vectors: np.ndarray,
+    query_ids: np.ndarray,
+    doc_vectors: np.ndarray,
+    doc_ids: np.ndarray,
+    doc_lengths: np.ndarray,
+    bins: int,
+    word_of: np.ndarray | None = None,
+) -> np.ndarray:
+    """Count histograms, shape (documents, query terms, bins + 1).
+
+    `doc_vectors`/`doc_ids` are the documents' terms one after another, `doc_lengths` how many
+    belong to each document. Vectors are unit length (rows of zeros for unknown words). With
+    `word_of`, `doc_vectors`/`doc_ids` are the distinct words and `word_of` gives each
+    document term's row: the product and the binning then run once per distinct word (a
+    query's 100 jobs share most of their words).
+    """
+    documents = len(doc_lengths)
+    terms = len(query_ids)
+    width = bins + 1
+    if documents == 0 or terms == 0:
+        return np.zeros((documents, terms, width), dtype=np.int32)
+    cosines = query_vectors @ doc_vectors.T  # (terms, all document terms)
+    # cos >= -1 up to rounding, so truncation is the floor; int32 halves the memory traffic.
+    slots = ((cosines + 1.0) * (bins / 2.0)).astype(np.int32)
+    np.clip(slots, 0, bins - 1, out=slots)
+    matched = np.flatnonzero(np.isin(doc_ids, query_ids))  # exact matches: only these columns
+    if matched.size:
+        columns = slots[:, matched]
+        columns[query_ids[:, None] == doc_ids[None, matched]] = bins
+        slots[:, matched] = columns
+    if word_of is not None:
+        slots = slots[:, word_of]
+    document_of = np.repeat(np.arange(documents, dtype=np.int64), doc_lengths)
+    offsets = (document_of * terms)[None, :] + np.arange(terms, dtype=np.int64)[:, None]
+    offsets *= width
+    offsets += slots
+    counts = np.bincount(offsets.ravel(), minlength=documents * terms * width)
+    return counts.reshape(documents, terms, width).astype(np.int32)
+
+
+def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> np.ndarray:
+    """CH as stored -> the variant the model reads: CH, NH (by document length) or LCH."""
+    if variant == "ch":
+        return counts.astype(np.float32)
+    if variant == "nh":
+        lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
+        return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
+    if np.issubdtype(counts.dtype, np.integer) and counts.dtype.itemsize <= 2:
+        return _LOG1P_INT16[counts.astype(np.int64) & 0xFFFF]  # a table: log1p costs ~10x more
+    return np.log1p(counts, dtype=np.float32)
+
+
+# ln(1 + c) for every int16 count (the stored type), so LCH is a lookup; counts are never
+# negative, the upper half of the table is never read.
+_LOG1P_INT16 = np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32)
+
+
+def shared_unigrams(
+    query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
+) -> np.ndarray:
+    """Per document, the distinct words it shares with the query (documents' ids one after
+    another, `doc_lengths` each), for all documents at once."""
+    return _distinct_members(
+        np.unique(query_ids), doc_ids, _document_of(doc_lengths), len(doc_lengths)
+    )
+
+
+def shared_bigrams(
+    query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
+) -> np.ndarray:
+    """Per document, the distinct pairs of adjacent words it shares with the query (pairs
+    across two documents' boundary do not count)."""
+    document_of = _document_of(doc_lengths)
+    codes = _bigrams(np.asarray(doc_ids))
+    within = document_of[:-1] == document_of[1:]
+    return _distinct_members(
+        np.unique(_bigrams(np.asarray(query_ids))),
+        codes[within],
+        document_of[:-1][within],
+        len(doc_lengths),
+    )
+
+
+def _document_of(doc_lengths: np.ndarray) -> np.ndarray:
+    return np.repeat(np.arange(len(doc_lengths), dtype=np.int64), doc_lengths)
+
+
+def _distinct_members(
+    vocabulary: np.ndarray, values: np.ndarray, document_of: np.ndarray, documents: int
+) -> np.ndarray:
+    """Per document, how many distinct members of the sorted `vocabulary` its `values` hold."""
+    if vocabulary.size == 0 or values.size == 0:
+        return np.zeros(documents, dtype=np.int64)
+    member = np.isin(values, vocabulary)
+    keys = document_of[member] * vocabulary.size + np.searchsorted(vocabulary, values[member])
+    return np.bincount(np.unique(keys) // vocabulary.size, minlength=documents)
+
+
+def _bigrams(ids: np.ndarray) -> np.ndarray:
+    ids = ids.astype(np.int64)
+    return (ids[:-1] << 32) | (ids[1:] & 0xFFFFFFFF)
+
+
+class Vocabulary:
+    """Words -> integer ids, with their unit vectors and IDF, for lookups without loops.
+
+    Built once per executor from the IDF table (all words of the jobs) and the word2vec
+    vectors; `ids` maps an array of words with one vectorised hash lookup.
+    """
+
+    def __init__(self, words: np.ndarray, vectors: np.ndarray, idf: np.ndarray) -> None:
+        order = np.argsort(words)
+        self.words = words[order]
+        self.vectors = vectors[order]
+        self.idf = idf[order]
+        self._index = pd.Index(self.words.astype(object))
+
+    def ids(self, words: np.ndarray | list[str]) -> np.ndarray:
+        """Ids of `words`. A word outside the vocabulary (only if the IDF table is older than
+        the jobs) gets a negative id derived from the word: no vector, but still an exact
+        match of itself."""
+        array = np.asarray(words, dtype=object)
+        if array.size == 0:
+            return np.zeros(0, dtype=np.int64)
+        ids = self._index.get_indexer(array).astype(np.int64)  # one hash lookup per word, in C
+        for position in np.flatnonzero(ids < 0):  # rare: stale IDF table
+            ids[position] = -1 - zlib.crc32(str(array[position]).encode("utf-8"))
+        return ids
+
+    def distinct(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(the distinct ids, sorted; each id's position among them): `np.unique` with
+        `return_inverse`, by marking a vocabulary-sized table instead of sorting."""
+        if ids.size and ids.min() < 0:  # words outside the vocabulary: sort after all
+            distinct, positions = np.unique(ids, return_inverse=True)
+            return distinct, positions.ravel()
+        present = np.zeros(len(self.words), dtype=bool)
+        present[ids] = True
+        distinct = np.flatnonzero(present)
+        rank = np.cumsum(present) - 1
+        return distinct, rank[ids]
+
+    def unit_vectors(self, ids: np.ndarray) -> np.ndarray:
+        """Vectors of `ids`; zeros for unknown words."""
+        vectors = self.vectors[np.maximum(ids, 0)]
+        vectors[ids < 0] = 0.0
+        return vectors
+
+    def idf_of(self, ids: np.ndarray) -> np.ndarray:
+        values = self.idf[np.maximum(ids, 0)].astype(np.float32)
+        values[ids < 0] = 0.0
+        return values

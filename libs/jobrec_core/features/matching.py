@@ -1,0 +1,183 @@
+"""DRMM's features of (query, document) pairs: matching histograms, query IDFs, shared
+unigrams and bigrams (the paper §5, `jobrec_core.features.histograms`).
+
+One function computes them, :func:`document_features`, for all the documents of one query in
+one matrix product; it returns columns, not rows. The pairs stage stores them for triples
+(:func:`triple_features`) and MAP sets (:func:`map_features`), and the ranking pipeline's
+`DrmmFeatures` step computes them for retrieved pools (:func:`add_features`) with the same
+code, so what a model is trained on is what it scores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark import Broadcast
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobrec_core.features.histograms import (
+    Vocabulary,
+    histogram_counts,
+    shared_bigrams,
+    shared_unigrams,
+)
+from jobrec_core.platform.spark import map_groups_in_pandas, schema_columns
+from jobrec_core.text.tokens import tokens_column
+from jobrec_core.text.vectors import keyed_vectors, words_and_idf_of, worker_cached
+from jobrec_core.text.wmd import unit_vectors
+
+FEATURE_COLUMNS = (
+    "query_idf ARRAY<FLOAT>, doc_len INT, hist ARRAY<SMALLINT>, unigrams INT, bigrams INT"
+)
+DOCUMENT_FEATURES = ("doc_len", "hist", "unigrams", "bigrams")
+
+TRIPLE_SCHEMA = (
+    "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
+    + ", ".join(
+        f"{side}_job_id INT, {side}_bm25 FLOAT, {side}_doc_len INT, "
+        f"{side}_hist ARRAY<SMALLINT>, {side}_unigrams INT, {side}_bigrams INT"
+        for side in ("pos", "neg")
+    )
+)
+
+MAP_SCHEMA = (
+    "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
+    "job_id INT, label INT, bm25 FLOAT, bm25_rank INT, doc_len INT, hist ARRAY<SMALLINT>, "
+    "unigrams INT, bigrams INT"
+)
+
+
+def document_tokens(jobs: DataFrame, fields: list[str], max_terms: int) -> DataFrame:
+    """`job_id, doc_tokens`: the histogram's document text, fields in order, capped."""
+    return jobs.select(
+        "job_id",
+        F.slice(F.concat(*[F.col(tokens_column(f)) for f in fields]), 1, max_terms).alias(
+            "doc_tokens"
+        ),
+    )
+
+
+WordsAndIdf = Broadcast | tuple[list[str], list[float]]
+
+
+def idf_vocabulary(vectors_file: str, words_and_idf: WordsAndIdf) -> Vocabulary:
+    """The IDF table's words with their unit vectors, built once per Python worker (the
+    vectors file is named after its embeddings version)."""
+
+    def build() -> Vocabulary:
+        words, idf = words_and_idf_of(words_and_idf)
+        keyed = keyed_vectors(vectors_file)
+        rows = np.array([keyed.key_to_index.get(w, -1) for w in words], dtype=np.int64)
+        vectors = np.zeros((len(words), keyed.vector_size), dtype=np.float32)
+        present = rows >= 0
+        vectors[present] = unit_vectors(np.asarray(keyed.vectors)[rows[present]])
+        return Vocabulary(np.asarray(words), vectors, np.asarray(idf))
+
+    return worker_cached("idf_vocabulary", vectors_file, build)
+
+
+@dataclass(frozen=True)
+class QueryFeatures:
+    ids: np.ndarray
+    vectors: np.ndarray
+    idf: np.ndarray
+
+
+def query_features(vocabulary: Vocabulary, terms: Iterable[str]) -> QueryFeatures:
+    ids = vocabulary.ids(list(terms))
+    return QueryFeatures(ids, vocabulary.unit_vectors(ids), vocabulary.idf_of(ids))
+
+
+def document_features(
+    vocabulary: Vocabulary, query: QueryFeatures, documents: Sequence[Iterable[str]], bins: int
+) -> dict[str, list[Any]]:
+    """Columns `doc_len`, `hist` (counts, flattened, int16), `unigrams`, `bigrams` of each
+    document against one query: one matrix product for all of them."""
+    words = [list(d) for d in documents]
+    lengths = np.array([len(d) for d in words], dtype=np.int64)
+    everything = vocabulary.ids([w for d in words for w in d])
+    distinct, word_of = vocabulary.distinct(everything)
+    counts = histogram_counts(
+        query.vectors,
+        query.ids,
+        vocabulary.unit_vectors(distinct),
+        distinct,
+        lengths,
+        bins,
+        word_of=word_of,
+    )
+    return {
+        "doc_len": lengths.tolist(),
+        "hist": [row.ravel().astype(np.int16) for row in counts],
+        "unigrams": shared_unigrams(query.ids, everything, lengths).tolist(),
+        "bigrams": shared_bigrams(query.ids, everything, lengths).tolist(),
+    }
+
+
+def add_features(
+    frame: pd.DataFrame, vocabulary: Vocabulary, bins: int, tokens: str = "doc_tokens"
+) -> pd.DataFrame:
+    """Rows of (candidate, query, document) with `query_terms` and the document's `tokens`
+    -> the same rows with `query_idf` and the document features. All rows of a candidate
+    share one query; each candidate's documents go through one matrix product."""
+    columns: dict[str, list[Any]] = {"query_idf": [None] * len(frame)}
+    columns |= {name: [None] * len(frame) for name in DOCUMENT_FEATURES}
+    for rows in frame.groupby("candidate_id", sort=False).indices.values():
+        query = query_features(vocabulary, frame["query_terms"].iat[rows[0]])
+        features = document_features(vocabulary, query, frame[tokens].iloc[rows].tolist(), bins)
+        for position, row in enumerate(rows):
+            columns["query_idf"][row] = query.idf
+            for name in DOCUMENT_FEATURES:
+                columns[name][row] = features[name][position]
+    return frame.assign(**columns)
+
+
+def triple_features(
+    triples: DataFrame, vectors_file: str, words_and_idf: Broadcast, bins: int
+) -> DataFrame:
+    """Triples with `pos_tokens`/`neg_tokens` -> the stored features of both documents: the
+    two sides are two documents of one query, scored by :func:`add_features`."""
+    columns = schema_columns(TRIPLE_SCHEMA)
+
+    def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        vocabulary = idf_vocabulary(vectors_file, words_and_idf)
+        for frame in frames:
+            sides = []
+            for side, tokens in (("pos", "pos_tokens"), ("neg", "neg_tokens")):
+                featured = add_features(
+                    frame[["candidate_id", "query_terms", tokens]], vocabulary, bins, tokens
+                )
+                renamed = {name: f"{side}_{name}" for name in DOCUMENT_FEATURES}
+                sides.append(featured.rename(columns=renamed))
+            out = frame.rename(columns={"positive_job_id": "pos_job_id"}).assign(
+                query_terms=[list(t) for t in frame["query_terms"]],
+                query_idf=sides[0]["query_idf"],
+                **{f"pos_{n}": sides[0][f"pos_{n}"] for n in DOCUMENT_FEATURES},
+                **{f"neg_{n}": sides[1][f"neg_{n}"] for n in DOCUMENT_FEATURES},
+            )
+            yield out[columns]
+
+    return triples.mapInPandas(run, TRIPLE_SCHEMA)
+
+
+def map_features(
+    documents: DataFrame, vectors_file: str, words_and_idf: Broadcast, bins: int
+) -> DataFrame:
+    """`map_documents` rows with `doc_tokens` -> one row per (candidate, job) with features;
+    all documents of a query in one product."""
+
+    def run(frame: pd.DataFrame) -> pd.DataFrame:
+        vocabulary = idf_vocabulary(vectors_file, words_and_idf)
+        featured = add_features(frame, vocabulary, bins)
+        return featured.assign(query_terms=[list(t) for t in featured["query_terms"]])[
+            schema_columns(MAP_SCHEMA)
+        ]
+
+    return map_groups_in_pandas(
+        documents, ["candidate_id", "split", "query_terms"], run, MAP_SCHEMA
+    )

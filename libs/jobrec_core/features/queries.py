@@ -1,0 +1,213 @@
+"""The query bag of words of a candidate (paper §6), as plain Python over token lists.
+
+A candidate's query is made of the words of their jobs other than the positive one, from the
+fields `queries.fields` (title, function, requirement summary, keywords), stop words already
+removed by stage 1's tokenisation. Words keep the order in which they first appear (jobs in
+the candidate's chronological order, fields in configured order), so a query is the same on
+every run.
+
+The cap (`queries.max_terms`, 300), in the paper's order:
+
+1. Only when the query is too long: drop every word that comes *only* from the fields in
+   `queries.drop_first_fields` (requirement summary), the least descriptive field.
+2. If it is still too long: drop the words with the lowest IDF first, except the words that
+   appear in two or more of the candidate's jobs ("shared" words), which say most about what
+   the candidate wants. Ties are broken by the word itself, so the result is deterministic.
+3. If the shared words alone exceed the cap (rare: a candidate with many long, similar
+   jobs), the cap still holds: the shared words with the highest IDF are kept.
+
+The protection of shared words applies to step 2, as in the paper ("we make sure to keep the
+words that appear in multiple job ids even if their idf is small"); step 1 drops a
+requirement-summary-only word even when it is shared.
+
+The negative query keeps a random `queries.negative_fraction` (1/6) of the terms, at least
+one, drawn with a generator seeded by the run seed and the candidate id.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark import Broadcast
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobrec_core.config import QueriesConfig
+from jobrec_core.text.tokens import tokens_column
+from jobrec_core.text.vectors import words_and_idf_of, worker_cached
+
+JobFields = Mapping[str, Sequence[str]]  # field name -> that field's cleaned tokens
+
+
+@dataclass(frozen=True)
+class QueryTerm:
+    term: str
+    fields: frozenset[str]  # the fields it came from, over all the candidate's jobs
+    jobs: int  # in how many of the candidate's jobs it appears
+
+
+def collect_terms(jobs: Sequence[JobFields], fields: Sequence[str]) -> list[QueryTerm]:
+    """Distinct words of `jobs` (in first-appearance order) with where they came from."""
+    order: dict[str, None] = {}
+    sources: dict[str, set[str]] = {}
+    job_counts: dict[str, int] = {}
+    for job in jobs:
+        seen_in_job: set[str] = set()
+        for field in fields:
+            for term in job.get(field, ()):
+                order.setdefault(term)
+                sources.setdefault(term, set()).add(field)
+                seen_in_job.add(term)
+        for term in seen_in_job:
+            job_counts[term] = job_counts.get(term, 0) + 1
+    return [QueryTerm(t, frozenset(sources[t]), job_counts[t]) for t in order]
+
+
+def cap_terms(
+    terms: Sequence[QueryTerm],
+    idf: Mapping[str, float],
+    max_terms: int,
+    drop_first_fields: Sequence[str],
+) -> list[str]:
+    """The words of the query after the paper's cap, in their original order."""
+    if len(terms) <= max_terms:
+        return [t.term for t in terms]
+    droppable = frozenset(drop_first_fields)
+    kept = [t for t in terms if not t.fields <= droppable]
+    if len(kept) <= max_terms:
+        return [t.term for t in kept]
+    shared = [t for t in kept if t.jobs >= 2]
+    if len(shared) >= max_terms:
+        survivors = _highest_idf(shared, idf, max_terms)
+    else:
+        single = [t for t in kept if t.jobs < 2]
+        survivors = {t.term for t in shared} | _highest_idf(single, idf, max_terms - len(shared))
+    return [t.term for t in kept if t.term in survivors]
+
+
+def _highest_idf(terms: Sequence[QueryTerm], idf: Mapping[str, float], count: int) -> set[str]:
+    """The `count` terms with the highest IDF; among equal IDFs, the alphabetically first."""
+    ranked = sorted(terms, key=lambda t: (-idf.get(t.term, 0.0), t.term))
+    return {t.term for t in ranked[:count]}
+
+
+def build_query(
+    jobs: Sequence[JobFields],
+    fields: Sequence[str],
+    idf: Mapping[str, float],
+    max_terms: int,
+    drop_first_fields: Sequence[str],
+) -> list[str]:
+    """A candidate's query words from their jobs other than the positive one."""
+    return cap_terms(collect_terms(jobs, fields), idf, max_terms, drop_first_fields)
+
+
+def candidate_rng(seed: int, candidate_id: int, purpose: str) -> np.random.Generator:
+    """A generator that depends only on the run seed, the candidate and what it is for."""
+    return np.random.default_rng([seed, candidate_id, zlib.crc32(purpose.encode())])
+
+
+def negative_query(terms: Sequence[str], fraction: float, rng: np.random.Generator) -> list[str]:
+    """A less informative query: a random `fraction` of the terms (at least one), in order."""
+    if not terms:
+        return []
+    size = max(1, round(len(terms) * fraction))
+    chosen = np.sort(rng.choice(len(terms), size=size, replace=False))
+    return [terms[i] for i in chosen]
+
+
+QUERY_SCHEMA = (
+    "candidate_id LONG, positive_job_id INT, own_job_ids ARRAY<INT>, "
+    "query_terms ARRAY<STRING>, negative_terms ARRAY<STRING>"
+)
+
+
+def query_inputs(candidates: DataFrame, jobs: DataFrame, fields: list[str]) -> DataFrame:
+    """Per candidate, the query fields' tokens of each job other than the positive (every job
+    when `positive_job_id` is null, as for recommendations), in the candidate's order:
+    `candidate_id, positive_job_id, own_job_ids, jobs`."""
+    elements = candidates.select(
+        "candidate_id",
+        "positive_job_id",
+        F.transform("sequence", lambda e: e["job_id"]).alias("own_job_ids"),
+        F.posexplode("sequence").alias("pos", "e"),
+    ).where(~F.col("e.job_id").eqNullSafe(F.col("positive_job_id")))
+    tokens = jobs.select("job_id", *[F.col(tokens_column(f)).alias(f) for f in fields])
+    return (
+        elements.join(tokens, elements["e.job_id"] == tokens["job_id"])
+        .groupBy("candidate_id", "positive_job_id", "own_job_ids")
+        .agg(F.array_sort(F.collect_list(F.struct("pos", *fields))).alias("jobs"))
+    )
+
+
+def idf_lookup(version: str, words_and_idf: Broadcast) -> dict[str, float]:
+    """word -> IDF of embeddings `version` from the broadcast (words, idf), built once per
+    Python worker (Spark reuses workers across tasks)."""
+
+    def build() -> dict[str, float]:
+        words, idf = words_and_idf_of(words_and_idf)
+        return dict(zip(words, idf, strict=True))
+
+    return worker_cached("idf_lookup", version, build)
+
+
+def build_queries(
+    inputs: DataFrame, version: str, idf: Broadcast, settings: QueriesConfig, seed: int
+) -> DataFrame:
+    """`query_inputs` -> the query and the negative query of each candidate (`idf`: the
+    broadcast (words, idf) of the embeddings' IDF table)."""
+    fields = list(settings.fields)
+
+    def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        weights = idf_lookup(version, idf)
+        for frame in frames:
+            queries, negatives = [], []
+            for candidate, jobs in zip(frame["candidate_id"], frame["jobs"], strict=True):
+                terms = build_query(
+                    [{f: job[f] for f in fields} for job in jobs],
+                    fields,
+                    weights,
+                    settings.max_terms,
+                    settings.drop_first_fields,
+                )
+                rng = candidate_rng(seed, int(candidate), "negative query")
+                queries.append(terms)
+                negatives.append(negative_query(terms, settings.negative_fraction, rng))
+            yield pd.DataFrame(
+                {
+                    "candidate_id": frame["candidate_id"],
+                    "positive_job_id": frame["positive_job_id"],
+                    "own_job_ids": frame["own_job_ids"],
+                    "query_terms": queries,
+                    "negative_terms": negatives,
+                }
+            )
+
+    return inputs.mapInPandas(run, QUERY_SCHEMA)
+
+
+def candidate_queries(
+    candidates: DataFrame,
+    jobs: DataFrame,
+    version: str,
+    words_and_idf: Broadcast,
+    settings: QueriesConfig,
+    seed: int,
+) -> DataFrame:
+    """`candidate_id, sequence` -> `candidate_id, own_job_ids, query_terms`: the query of all
+    of each candidate's jobs (no held-out positive), as recommendations and their evaluation
+    ask it."""
+    inputs = query_inputs(
+        candidates.select(
+            "candidate_id", "sequence", F.lit(None).cast("int").alias("positive_job_id")
+        ),
+        jobs,
+        list(settings.fields),
+    )
+    return build_queries(inputs, version, words_and_idf, settings, seed).select(
+        "candidate_id", "own_job_ids", "query_terms"
+    )

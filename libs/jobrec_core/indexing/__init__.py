@@ -1,0 +1,1 @@
+"""Stage 2: the jobs index built through the ES-Hadoop connector behind an alias."""

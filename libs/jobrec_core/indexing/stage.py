@@ -1,0 +1,410 @@
+"""Stage 2: every job ad in Elasticsearch, written by the ES-Hadoop connector, behind an alias.
+
+A build never touches what searchers use. It creates a new physical index
+(`<alias>_v<UTC time>`) with refresh off, no replicas and asynchronous translog, writes the
+documents from Spark, restores the serving settings, checks that the index holds exactly the
+documents it should, and only then moves the alias in one atomic `_aliases` request. Older
+versions are kept (`elasticsearch.keep_versions`) for rollback; failed builds are removed by
+the next run.
+
+Faults, and who handles them:
+
+* Rejected bulks (HTTP 429/503): the connector retries the rejected documents
+  (`indexing.bulk_retries`, `indexing.bulk_retry_wait_s`).
+* Documents the cluster refuses (a mapping error): the connector's `es` error handler writes
+  them to a dead-letter index; they are moved to the quarantine table with the error, and the
+  job fails only past `quality.error_budget_fraction`. Documents still rejected as overload
+  after the connector's retries are written again in the next attempt.
+* A node that stops or restarts: the write fails; the build waits for the cluster to be
+  healthy again and repeats the write (`indexing.write_attempts`, doubling back-off). The
+  document id is the job id, so a repeated write overwrites instead of duplicating.
+
+The texts indexed are the cleaned tokens of stage 1 joined by spaces, analysed by a
+tokenizer that splits them at the spaces again, so the terms of the index are exactly the
+terms queries are built from (stage 3).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from elasticsearch import Elasticsearch
+from elasticsearch import helpers as es_helpers
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobrec_core.config import IndexingConfig, JobrecConfig
+from jobrec_core.indexing.documents import (
+    DeadLetter,
+    index_definition,
+    job_documents,
+    new_index_name,
+    parse_dead_letter,
+    serving_settings,
+    writer_options,
+)
+from jobrec_core.platform import manifest
+from jobrec_core.platform.quarantine import (
+    QualityReport,
+    enforce_budget,
+    has_quarantined,
+    write_quarantine,
+)
+from jobrec_core.platform.tables import delta_version, read_delta, table_path
+from jobrec_core.search.connection import (
+    ES_FORMAT,
+    connector_options,
+    make_client,
+    resolve_connection,
+    wait_for_primaries,
+)
+from jobrec_core.search.index_versions import (
+    DEAD_LETTER_SUFFIX,
+    IndexBuildError,
+    prune_versions,
+    root_cause,
+    swap_alias,
+    wait_for_cluster,
+)
+
+log = logging.getLogger(__name__)
+
+QUARANTINE_SOURCE = "index_jobs"
+
+
+@dataclass
+class IndexResult:
+    alias: str
+    index: str
+    source_documents: int
+    indexed: int
+    quarantined: dict[str, int]
+    attempts: int
+    write_seconds: float
+    previous: list[str]
+    removed: list[str] = field(default_factory=list)
+
+    @property
+    def docs_per_second(self) -> float:
+        return self.indexed / self.write_seconds if self.write_seconds else 0.0
+
+    def format(self) -> str:
+        lines = [
+            f"index {self.index}: {self.indexed:,} of {self.source_documents:,} jobs indexed "
+            f"in {self.write_seconds:.1f}s ({self.docs_per_second:,.0f} docs/s, "
+            f"{self.attempts} attempt{'s' if self.attempts != 1 else ''})",
+            f"alias {self.alias} -> {self.index} (was: {', '.join(self.previous) or 'none'})",
+        ]
+        if self.quarantined:
+            lines.append(f"quarantined: {sum(self.quarantined.values()):,}")
+            lines += [f"  {reason:<36} {n:>8,}" for reason, n in sorted(self.quarantined.items())]
+        if self.removed:
+            lines.append(f"removed old versions: {', '.join(self.removed)}")
+        return "\n".join(lines)
+
+
+# --- what goes into the index ---------------------------------------------------------------
+
+
+# --- the build ------------------------------------------------------------------------------
+
+
+def build_index(
+    spark: SparkSession,
+    config: JobrecConfig,
+    client: Elasticsearch,
+    connection_options: dict[str, str],
+    documents: DataFrame,
+    source: dict[str, Any],
+) -> IndexResult:
+    """Build a new version from `documents`, check it, swap the alias, prune old versions.
+
+    `source` describes the input (recorded in the index's `_meta`). Raises
+    :class:`IndexBuildError` when the index cannot be completed and
+    :class:`~jobrec_core.platform.quarantine.DataQualityError` past the error budget; in both
+    cases the alias is untouched.
+    """
+    alias = config.elasticsearch.index_alias
+    settings = config.indexing
+    name = new_index_name(alias)
+    dead_letters = name + DEAD_LETTER_SUFFIX
+    meta = {"alias": alias, "complete": False, "source": source}
+    _reject_index_named_like_alias(client, alias)
+    client.indices.create(index=name, **index_definition(config, meta))
+    _create_dead_letter_index(client, dead_letters)
+    wait_for_primaries(client, name)
+    log.info("building %s (alias %s)", name, alias)
+    try:
+        documents = _with_partitions(documents, settings.write_partitions)
+        source_count = documents.count()
+        options = writer_options(connection_options, settings, name, dead_letters)
+        started = time.perf_counter()
+        invalid, attempts = _write_with_retries(
+            client, documents, options, name, dead_letters, settings, source_count
+        )
+        write_seconds = time.perf_counter() - started
+        log.info("%s: %s documents written in %.1fs", name, f"{source_count:,}", write_seconds)
+        quarantined = _quarantine(spark, config, invalid)
+        report = QualityReport(
+            QUARANTINE_SOURCE, source_count, source_count - len(invalid), quarantined
+        )
+        enforce_budget(report, config.quality.error_budget_fraction)
+        finishing = time.perf_counter()
+        indexed = _finish(client, config, name, expected=source_count - len(invalid))
+        log.info(
+            "%s: serving settings restored, refreshed, count checked in %.1fs",
+            name,
+            time.perf_counter() - finishing,
+        )
+    finally:
+        _delete_quietly(client, dead_letters)
+    client.indices.put_mapping(
+        index=name, meta={"jobrec": {**meta, "complete": True, "documents": indexed}}
+    )
+    previous = swap_alias(client, alias, name)
+    removed = prune_versions(client, alias, config.elasticsearch.keep_versions)
+    return IndexResult(
+        alias=alias,
+        index=name,
+        source_documents=source_count,
+        indexed=indexed,
+        quarantined=quarantined,
+        attempts=attempts,
+        write_seconds=write_seconds,
+        previous=previous,
+        removed=removed,
+    )
+
+
+def _delete_quietly(client: Elasticsearch, index: str) -> None:
+    """Delete a scratch index; if the cluster is down, the next run's pruning removes it."""
+    try:
+        client.options(ignore_status=404).indices.delete(index=index)
+    except Exception as error:  # must not hide the failure being raised
+        log.warning("could not delete %s (%s); the next run removes it", index, error)
+
+
+def _reject_index_named_like_alias(client: Elasticsearch, alias: str) -> None:
+    if client.indices.exists(index=alias) and not client.indices.exists_alias(name=alias):
+        raise IndexBuildError(
+            f"an index named {alias!r} exists, so the alias {alias!r} cannot be created; "
+            f"reindex it into a versioned index or delete it"
+        )
+
+
+def _with_partitions(documents: DataFrame, partitions: int) -> DataFrame:
+    """`partitions` write tasks (0: as read). Fewer by coalescing, which needs no shuffle."""
+    if partitions == 0:
+        return documents
+    current = documents.rdd.getNumPartitions()
+    if partitions < current:
+        return documents.coalesce(partitions)
+    return documents.repartition(partitions) if partitions > current else documents
+
+
+def _write_with_retries(
+    client: Elasticsearch,
+    documents: DataFrame,
+    options: dict[str, str],
+    index: str,
+    dead_letters: str,
+    settings: IndexingConfig,
+    total: int,
+) -> tuple[list[DeadLetter], int]:
+    """Write until every document is indexed or refused as invalid; (invalid, attempts)."""
+    pending = documents
+    backoff = settings.attempt_backoff_s
+    for attempt in range(1, settings.write_attempts + 1):
+        log.info("attempt %d/%d: writing into %s", attempt, settings.write_attempts, index)
+        try:
+            with _progress(client, index, total):
+                pending.write.format(ES_FORMAT).options(**options).mode("append").save()
+        except Exception as error:  # py4j raises the JVM's failure as a generic error
+            reason = root_cause(error)
+            if attempt == settings.write_attempts:
+                raise IndexBuildError(
+                    f"writing {index} failed after {attempt} attempts: {reason}. The alias "
+                    f"still points to the previous version; rerun the job once the cluster "
+                    f"is reachable."
+                ) from None
+            log.warning("attempt %d failed: %s; retrying in %.0fs", attempt, reason, backoff)
+            time.sleep(backoff)
+            backoff *= 2
+            wait_for_cluster(client, settings.health_timeout_s)
+            _drain_dead_letters(client, dead_letters)  # a partial attempt's; they will recur
+            pending = documents
+            continue
+        letters = _drain_dead_letters(client, dead_letters)
+        retry_ids = sorted({int(d.job_id) for d in letters if d.transient and d.job_id.isdigit()})
+        invalid = [d for d in letters if not d.transient]
+        if not retry_ids:
+            return invalid, attempt
+        if attempt == settings.write_attempts:
+            raise IndexBuildError(
+                f"{len(retry_ids):,} documents were still rejected as overload after "
+                f"{attempt} attempts ({_error_counts(letters)}); the cluster is too busy: "
+                f"lower indexing.write_partitions or raise indexing.bulk_retries"
+            )
+        log.warning(
+            "%d documents rejected as overload; writing them again in %.0fs",
+            len(retry_ids),
+            backoff,
+        )
+        time.sleep(backoff)
+        backoff *= 2
+        pending = documents.where(F.col("job_id").isin(retry_ids))
+    raise AssertionError("unreachable: the loop returns or raises")
+
+
+def _drain_dead_letters(client: Elasticsearch, index: str) -> list[DeadLetter]:
+    """Every dead letter stored so far, removed from the dead-letter index."""
+    client.indices.refresh(index=index)
+    letters = [parse_dead_letter(hit["_source"]) for hit in es_helpers.scan(client, index=index)]
+    if letters:
+        client.indices.delete(index=index)
+        _create_dead_letter_index(client, index)
+    return letters
+
+
+def _create_dead_letter_index(client: Elasticsearch, index: str) -> None:
+    client.indices.create(index=index, settings={"number_of_replicas": 0})
+
+
+def _error_counts(letters: list[DeadLetter]) -> str:
+    return ", ".join(f"{e}: {n}" for e, n in Counter(d.error for d in letters).most_common())
+
+
+def _quarantine(spark: SparkSession, config: JobrecConfig, invalid: list[DeadLetter]) -> dict:
+    """Refused documents -> the dataset's quarantine table (replacing this stage's rows)."""
+    path = table_path(config, "bronze", "quarantine")
+    if not invalid and not has_quarantined(spark, path, QUARANTINE_SOURCE):
+        return {}  # nothing to record and nothing stale to clear: skip a Delta commit
+    rows = [(QUARANTINE_SOURCE, d.error, d.message, d.document) for d in invalid]
+    frame = spark.createDataFrame(
+        rows, "source STRING, reason STRING, detail STRING, record STRING"
+    ).withColumn("quarantined_at", F.current_timestamp())
+    write_quarantine(frame, path, QUARANTINE_SOURCE)
+    if invalid:
+        log.warning(
+            "%d documents refused by Elasticsearch: %s", len(invalid), _error_counts(invalid)
+        )
+    return dict(Counter(d.error for d in invalid))
+
+
+def _finish(client: Elasticsearch, config: JobrecConfig, index: str, expected: int) -> int:
+    """Serving settings back, refresh, wait for the replicas, and check the count."""
+    client.indices.put_settings(index=index, settings=serving_settings(config))
+    client.indices.refresh(index=index)
+    client.indices.flush(index=index)
+    health = client.cluster.health(
+        index=index,
+        wait_for_status="green",
+        timeout=f"{int(config.indexing.health_timeout_s)}s",
+    )
+    if health["status"] == "red":
+        raise IndexBuildError(f"{index} is red after the build: {health}")
+    if health["status"] != "green":
+        log.warning("%s is %s: replicas are not all allocated yet", index, health["status"])
+    indexed = int(client.count(index=index)["count"])
+    if indexed != expected:
+        raise IndexBuildError(
+            f"{index} holds {indexed:,} documents, expected {expected:,}; the alias was not "
+            f"moved. Rerun the job."
+        )
+    return indexed
+
+
+# --- versions and the alias -----------------------------------------------------------------
+
+
+@contextmanager
+def _progress(
+    client: Elasticsearch, index: str, total: int, every_s: float = 15.0
+) -> Iterator[None]:
+    """Log documents indexed so far (index stats count them before any refresh)."""
+    stop = threading.Event()
+    started = time.monotonic()
+
+    def report() -> None:
+        while not stop.wait(every_s):
+            try:
+                stats = client.indices.stats(index=index, metric="indexing")
+                done = int(stats["_all"]["primaries"]["indexing"]["index_total"])
+            except Exception:  # the node may be restarting; the write itself will say so
+                continue
+            elapsed = time.monotonic() - started
+            log.info(
+                "%s: %s/%s documents written (%.0f%%), %.0f docs/s",
+                index,
+                f"{done:,}",
+                f"{total:,}",
+                100 * done / max(total, 1),
+                done / elapsed,
+            )
+
+    thread = threading.Thread(target=report, name="index-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+
+
+# --- the stage ------------------------------------------------------------------------------
+
+
+def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
+    """silver jobs -> a new version of the `jobs` alias; recorded in the manifest and MLflow."""
+    # MLflow is imported when used, as in the other stages: it is slow to import and only the
+    # driver needs it.
+    import mlflow
+
+    from jobrec_core.platform.tracking import configure_mlflow
+
+    silver = table_path(config, "silver", "jobs")
+    try:
+        source_version = delta_version(spark, silver)
+    except Exception as error:
+        if "is not a Delta table" not in str(error) and "doesn't exist" not in str(error):
+            raise
+        raise IndexBuildError(
+            f"no tokenised jobs at {silver}: run jobs/train_embeddings.py first"
+        ) from None
+    connection = resolve_connection(config)
+    client = make_client(connection)
+    documents = job_documents(read_delta(spark, silver), config.indexing.fields)
+    source = {"dataset": config.data.preset, "table": silver, "table_version": source_version}
+    result = build_index(spark, config, client, connector_options(connection), documents, source)
+    manifest.record(
+        config,
+        "index",
+        {"alias": result.alias, "index": result.index, "documents": result.indexed, **source},
+    )
+    configure_mlflow(config)
+    with mlflow.start_run(run_name=f"index_jobs {result.index}"):
+        mlflow.set_tags(
+            {"stage": "index_jobs", "index": result.index, "dataset": config.data.preset}
+        )
+        mlflow.log_params(
+            {f"indexing.{k}": v for k, v in config.indexing.model_dump().items()}
+            | {"similarity.k1": config.elasticsearch.similarity.k1}
+            | {"similarity.b": config.elasticsearch.similarity.b}
+        )
+        mlflow.log_metrics(
+            {
+                "documents": result.indexed,
+                "quarantined": sum(result.quarantined.values()),
+                "attempts": result.attempts,
+                "write_seconds": result.write_seconds,
+                "docs_per_second": result.docs_per_second,
+            }
+        )
+    return result

@@ -1,0 +1,192 @@
+"""The Deep Relevance Matching Model (Guo et al. 2016; paper §5.1, §8.2) in plain PyTorch.
+
+Per query term, the matching histogram goes through one MLP shared by all terms and gives a
+score; a softmax over the query terms of `w · x_i` (term gating, `x_i` the term's IDF or its
+word vector) weighs the term scores into the document score. Padded query terms are masked
+out of the softmax, so a batch can mix queries of any length.
+
+Optionally a last linear layer mixes the document score with extra features (common
+unigrams, common bigrams, BM25; `log1p` of each, because raw BM25 scores and counts are two
+orders of magnitude above the document score). Dropout on the extra-feature inputs keeps the
+model from copying BM25 (paper §8.2 v2). The layer starts as "document score only" (weight 1
+on it, 0 on the extras), so two-phase training (phase 1: last layer frozen) first learns the
+histogram part alone, then (phase 2: everything else frozen) how much the extras add.
+
+A model is fully described by a :class:`DrmmSpec` (JSON-able), saved next to its weights:
+whoever loads it (training resume, the MLflow pyfunc, the recommender) rebuilds the same
+network without the training configuration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import torch
+from torch import nn
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.features.query_vectors import QueryVectors
+
+EXTRA_FEATURES = ("unigrams", "bigrams", "bm25")
+
+
+@dataclass(frozen=True)
+class DrmmSpec:
+    """Everything needed to rebuild a DRMM; stored with its weights."""
+
+    bins: int  # histogram width is bins + 1 (the exact-match bin)
+    histogram: str  # ch | nh | lch: how stored counts are turned into the model's input
+    mlp_layers: int
+    mlp_width: int
+    gating: str  # idf | embedding
+    gate_dim: int  # 1 for IDF gating, the word-vector size for embedding gating
+    extras: tuple[str, ...] = ()
+    extras_keep: float = 1.0
+    two_phase: bool = False
+    phase2_keep: dict[str, float] = field(default_factory=dict)
+
+    @staticmethod
+    def from_config(config: JobrecConfig, vector_size: int) -> DrmmSpec:
+        version = config.model.selected
+        return DrmmSpec(
+            bins=config.histograms.bins,
+            histogram=config.histograms.variant,
+            mlp_layers=config.model.mlp_layers,
+            mlp_width=config.model.mlp_width,
+            gating=config.model.gating,
+            gate_dim=1 if config.model.gating == "idf" else vector_size,
+            extras=tuple(version.extras),
+            extras_keep=version.extras_keep,
+            two_phase=version.two_phase,
+            phase2_keep={str(k): v for k, v in version.phase2_keep.items()},
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        values = asdict(self)
+        values["extras"] = list(self.extras)
+        return values
+
+    @staticmethod
+    def from_dict(values: dict[str, Any]) -> DrmmSpec:
+        return DrmmSpec(**{**values, "extras": tuple(values.get("extras", ()))})
+
+
+@dataclass
+class DrmmInputs:
+    """One side of a batch: B (query, document) pairs, queries padded to T terms.
+
+    hist: (B, T, bins + 1) float, the histogram variant the model reads;
+    mask: (B, T) bool, True for real query terms;
+    gate: (B, T, gate_dim) float, IDF or word vector per query term;
+    extras: (B, E) float, raw extra features in the order of `DrmmSpec.extras` (E may be 0).
+    """
+
+    hist: torch.Tensor
+    mask: torch.Tensor
+    gate: torch.Tensor
+    extras: torch.Tensor
+
+    def to(self, device: torch.device | str) -> DrmmInputs:
+        return DrmmInputs(*(t.to(device, non_blocking=True) for t in self.tensors()))
+
+    def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        return self.hist, self.mask, self.gate, self.extras
+
+    @staticmethod
+    def concat(first: DrmmInputs, second: DrmmInputs) -> DrmmInputs:
+        """Both sides of a triple in one forward pass (one DDP reduction per step)."""
+        return DrmmInputs(
+            *(
+                torch.cat(pair, dim=0)
+                for pair in zip(first.tensors(), second.tensors(), strict=True)
+            )
+        )
+
+
+class Drmm(nn.Module):
+    def __init__(self, spec: DrmmSpec) -> None:
+        super().__init__()
+        self.spec = spec
+        width = spec.bins + 1
+        layers: list[nn.Module] = []
+        for _ in range(spec.mlp_layers):
+            layers += [nn.Linear(width, spec.mlp_width), nn.Tanh()]
+            width = spec.mlp_width
+        layers.append(nn.Linear(width, 1))
+        self.term_mlp = nn.Sequential(*layers)
+        # Glorot initialisation scaled for tanh: with PyTorch's default a signal fades through
+        # ten tanh layers, the scores start flat and the paper's early-stopping rule (dev
+        # accuracy unchanged) could end training on the initial plateau (seen on the demo).
+        for layer in self.term_mlp:
+            if isinstance(layer, nn.Linear):
+                nn.init.xavier_uniform_(layer.weight, gain=nn.init.calculate_gain("tanh"))
+                nn.init.zeros_(layer.bias)
+        self.gate = nn.Linear(spec.gate_dim, 1, bias=False)
+        self.combine: nn.Linear | None = None
+        if spec.extras:
+            self.combine = nn.Linear(1 + len(spec.extras), 1)
+            with torch.no_grad():
+                self.combine.weight.zero_()
+                self.combine.weight[0, 0] = 1.0
+                self.combine.bias.zero_()
+        self.phase = 1
+        # Embedding gating: the word vectors of query terms, saved with the weights (not
+        # parameters: they are not trained).
+        self.query_vectors: QueryVectors | None = None
+        self.keep_phase1: torch.Tensor
+        self.keep_phase2: torch.Tensor
+        self.register_buffer("keep_phase1", self._keep_vector({}), persistent=False)
+        self.register_buffer("keep_phase2", self._keep_vector(spec.phase2_keep), persistent=False)
+
+    def _keep_vector(self, overrides: dict[str, float]) -> torch.Tensor:
+        return torch.tensor(
+            [overrides.get(name, self.spec.extras_keep) for name in self.spec.extras],
+            dtype=torch.float32,
+        )
+
+    def forward(
+        self, hist: torch.Tensor, mask: torch.Tensor, gate: torch.Tensor, extras: torch.Tensor
+    ) -> torch.Tensor:
+        """Scores, shape (B,). Positional tensors (not `DrmmInputs`) so that the module can
+        be traced, exported and wrapped by DDP like any other."""
+        term_scores = self.term_mlp(hist).squeeze(-1)  # (B, T)
+        logits = self.gate(gate).squeeze(-1).masked_fill(~mask, float("-inf"))
+        # A query with no terms at all would softmax to NaN; it scores 0 instead.
+        weights = torch.nan_to_num(torch.softmax(logits, dim=1), nan=0.0)
+        document = (weights * term_scores).sum(dim=1)
+        if self.combine is None:
+            return document
+        features = torch.log1p(extras.clamp_min(0.0))
+        if self.training:
+            keep = self.keep_phase2 if self.phase == 2 else self.keep_phase1
+            features = features * torch.bernoulli(keep.expand_as(features)) / keep
+        return self.combine(torch.cat([document.unsqueeze(1), features], dim=1)).squeeze(1)
+
+    def score(self, inputs: DrmmInputs) -> torch.Tensor:
+        return self(*inputs.tensors())
+
+
+def set_phase(model: Drmm, phase: int) -> None:
+    """Two-phase training (seed v3, v4): phase 1 trains all but the last layer, phase 2 only
+    the last layer. Single-phase models train everything."""
+    if phase not in (1, 2):
+        raise ValueError(f"phase must be 1 or 2, not {phase}")
+    model.phase = phase
+    last = {id(p) for p in model.combine.parameters()} if model.combine is not None else set()
+    for parameter in model.parameters():
+        if not model.spec.two_phase:
+            parameter.requires_grad_(True)
+        elif phase == 1:
+            parameter.requires_grad_(id(parameter) not in last)
+        else:
+            parameter.requires_grad_(id(parameter) in last)
+
+
+def phases(spec: DrmmSpec) -> tuple[int, ...]:
+    return (1, 2) if spec.two_phase else (1,)
+
+
+def hinge_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float) -> torch.Tensor:
+    """Pairwise hinge loss `max(0, margin - s(q, d+) + s(q, d-))`, averaged (paper §5.1)."""
+    return torch.clamp(margin - positive + negative, min=0.0).mean()

@@ -1,0 +1,155 @@
+"""What a DRMM reads, decoded from stored rows: ragged query columns as bytes, padded into
+tensors with one vectorised pass per batch (no Python loop per query term or per bin).
+
+Shared by training (Petastorm batches) and scoring (the registered pyfunc, the re-ranker)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from jobrec_core.features.histograms import transform
+from jobrec_core.features.query_vectors import TERM_SEPARATOR, QueryVectors
+from jobrec_core.models.drmm import DrmmInputs, DrmmSpec
+
+Columns = dict[str, np.ndarray]
+
+
+@dataclass
+class TripleBatch:
+    positive: DrmmInputs
+    negative: DrmmInputs
+
+    def __len__(self) -> int:
+        return int(self.positive.hist.shape[0])
+
+
+@dataclass
+class DocumentBatch:
+    """MAP-set rows: one (query, document) pair each, with what ranking metrics need."""
+
+    inputs: DrmmInputs
+    candidate_id: np.ndarray
+    job_id: np.ndarray
+    label: np.ndarray
+    bm25_rank: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.candidate_id)
+
+
+def query_columns(spec: DrmmSpec) -> list[str]:
+    """The IDFs always (their count is the query's length); the words for embedding gating."""
+    return ["query_idf", QUERY_TERMS] if spec.gating == "embedding" else ["query_idf"]
+
+
+def triple_columns(spec: DrmmSpec) -> list[str]:
+    sides = [f"{side}_{c}" for side in ("pos", "neg") for c in _doc_columns(spec)]
+    return [*query_columns(spec), *sides]
+
+
+def document_columns(spec: DrmmSpec) -> list[str]:
+    return [
+        "candidate_id",
+        "job_id",
+        "label",
+        "bm25_rank",
+        *query_columns(spec),
+        *_doc_columns(spec),
+    ]
+
+
+def _doc_columns(spec: DrmmSpec) -> list[str]:
+    return ["hist", "doc_len", *spec.extras]
+
+
+RAGGED_TYPES: dict[str, type] = {
+    "query_idf": np.float32,
+    "hist": np.int16,
+    "pos_hist": np.int16,
+    "neg_hist": np.int16,
+}
+
+
+QUERY_TERMS = "query_terms"
+
+
+def to_bytes(frame: pd.DataFrame) -> pd.DataFrame:
+    """Reader transform: ragged list columns -> the bytes of their values (the query's words
+    joined by `TERM_SEPARATOR`)."""
+    for column in frame.columns:
+        dtype = RAGGED_TYPES.get(column)
+        if dtype is not None:
+            frame[column] = [np.asarray(v, dtype=dtype).tobytes() for v in frame[column]]
+        elif column == QUERY_TERMS:
+            separator = TERM_SEPARATOR.decode("ascii")
+            frame[column] = [separator.join(terms).encode("utf-8") for terms in frame[column]]
+    return frame
+
+
+def pad_queries(blobs: np.ndarray, dtype: type, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row bytes of `terms * width` values -> (B, T, width) zero-padded and (B, T) mask."""
+    itemsize = np.dtype(dtype).itemsize
+    terms = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
+    terms //= itemsize * width
+    flat: np.ndarray = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(-1, width)
+    longest = int(terms.max()) if len(terms) else 0
+    padded: np.ndarray = np.zeros((len(blobs), longest, width), dtype=dtype)
+    mask = np.arange(longest)[None, :] < terms[:, None]
+    padded[mask] = flat
+    return padded, mask
+
+
+def document_inputs(
+    columns: Columns, prefix: str, spec: DrmmSpec, gate: np.ndarray, mask: np.ndarray
+) -> DrmmInputs:
+    """One document side of a decoded batch -> model inputs (`prefix` "pos_", "neg_" or "")."""
+    # Histograms are stored for every query term (zeros where the document matches nothing),
+    # so they pad to the same T as the query.
+    counts, _ = pad_queries(columns[f"{prefix}hist"], np.int16, spec.bins + 1)
+    hist = transform(counts, columns[f"{prefix}doc_len"], spec.histogram)  # type: ignore[arg-type]
+    extras = np.zeros((len(mask), len(spec.extras)), dtype=np.float32)
+    for position, name in enumerate(spec.extras):
+        extras[:, position] = columns[f"{prefix}{name}"]
+    return DrmmInputs(
+        hist=torch.from_numpy(np.ascontiguousarray(hist, dtype=np.float32)),
+        mask=torch.from_numpy(mask),
+        gate=torch.from_numpy(gate),
+        extras=torch.from_numpy(extras),
+    )
+
+
+def query_gate(columns: Columns, vectors: QueryVectors | None) -> tuple[np.ndarray, np.ndarray]:
+    """(B, T, 1) IDFs, or (B, T, dim) word vectors with `vectors`, and the (B, T) mask."""
+    idf, mask = pad_queries(columns["query_idf"], np.float32, 1)
+    if vectors is None:
+        return idf, mask
+    blobs = columns[QUERY_TERMS]
+    words = TERM_SEPARATOR.join(blobs[mask.any(axis=1)]).split(TERM_SEPARATOR) if mask.any() else []
+    gate = np.zeros((*mask.shape, vectors.dim), dtype=np.float32)
+    gate[mask] = vectors.lookup(words)
+    return gate, mask
+
+
+def decode_triples(columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None) -> TripleBatch:
+    gate, mask = query_gate(columns, vectors)
+    return TripleBatch(
+        document_inputs(columns, "pos_", spec, gate, mask),
+        document_inputs(columns, "neg_", spec, gate, mask),
+    )
+
+
+def decode_documents(
+    columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None
+) -> DocumentBatch:
+    gate, mask = query_gate(columns, vectors)
+    return DocumentBatch(
+        document_inputs(columns, "", spec, gate, mask),
+        candidate_id=np.asarray(columns["candidate_id"], dtype=np.int64),
+        job_id=np.asarray(columns["job_id"], dtype=np.int64),
+        label=np.asarray(columns["label"], dtype=np.int64),
+        bm25_rank=np.asarray(columns["bm25_rank"], dtype=np.int64),
+    )

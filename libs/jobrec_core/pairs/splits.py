@@ -1,0 +1,123 @@
+"""Triples and splits (paper §6): which candidates are kept, their negative, their split, and
+the MAP sets' documents. Pure DataFrame -> DataFrame functions, seeded by hashes."""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobrec_core.config import PairsConfig
+
+SPLITS = ("train", "dev", "test", "map_dev", "map_test")
+
+
+TRIPLE_SPLITS = ("train", "dev", "test")
+
+
+MAP_SPLITS = ("map_dev", "map_test")
+
+
+def _seeded_hash(seed: int, purpose: str, column: str) -> Column:
+    return F.xxhash64(F.lit(seed), F.lit(purpose), F.col(column))
+
+
+def select_triples(queries: DataFrame, retrieved: DataFrame, seed: int) -> DataFrame:
+    """Candidates whose positive is in their top 100, with its BM25 score, and a negative.
+
+    Adds `outcome`: `kept`, `positive_not_retrieved` or `no_negative` (every result of the
+    less informative query is one of the candidate's own jobs); failed searches are not here.
+    """
+    joined = queries.join(retrieved.where(F.col("error").isNull()), "candidate_id")
+    positive = F.filter("full_hits", lambda h: h["job_id"] == F.col("positive_job_id"))
+    candidates = F.filter(
+        "negative_hits", lambda h: ~F.array_contains(F.col("own_job_ids"), h["job_id"])
+    )
+    pick = F.pmod(_seeded_hash(seed, "negative job", "candidate_id"), F.size(candidates))
+    chosen = F.element_at(candidates, (pick + 1).cast("int"))
+    return joined.select(
+        "candidate_id",
+        "query_terms",
+        "negative_terms",
+        "own_job_ids",
+        "full_hits",
+        "negative_hits",
+        "positive_job_id",
+        F.element_at(positive, 1)["score"].alias("pos_bm25"),
+        chosen["job_id"].alias("neg_job_id"),
+        chosen["score"].alias("neg_bm25"),
+    ).withColumn(
+        "outcome",
+        F.when(F.size(positive) == 0, "positive_not_retrieved")
+        .when(F.size(candidates) == 0, "no_negative")
+        .otherwise("kept"),
+    )
+
+
+def split_sizes(settings: PairsConfig, available: int) -> dict[str, int]:
+    """How many candidates each split gets out of `available`.
+
+    The evaluation splits get their configured sizes first; `train` gets its size, or every
+    remaining candidate when it is `all`. When there are fewer candidates than asked for,
+    every split shrinks in proportion (the demo data is smaller than the paper's).
+    """
+    fixed = {name: getattr(settings, name) for name in ("dev", "test", "map_dev", "map_test")}
+    if settings.train == "all":
+        budget = available // 2 if sum(fixed.values()) > available // 2 else sum(fixed.values())
+        scale = budget / sum(fixed.values()) if sum(fixed.values()) else 0.0
+        sizes = {name: int(size * scale) for name, size in fixed.items()}
+        return {"train": available - sum(sizes.values()), **sizes}
+    wanted = {"train": int(settings.train), **fixed}
+    total = sum(wanted.values())
+    scale = min(1.0, available / total) if total else 0.0
+    return {name: int(size * scale) for name, size in wanted.items()}
+
+
+def assign_splits(kept: DataFrame, sizes: dict[str, int], seed: int) -> DataFrame:
+    """Adds `split` (null: not used) by the rank of a seeded hash of the candidate id."""
+    ranked = kept.withColumn(
+        "split_rank",
+        F.row_number().over(
+            Window.orderBy(_seeded_hash(seed, "split", "candidate_id"), "candidate_id")
+        ),
+    )
+    split: Column = F.lit(None).cast("string")
+    upper = 0
+    bounds = []
+    for name in ("test", "dev", "map_test", "map_dev", "train"):
+        bounds.append((name, upper, upper + sizes.get(name, 0)))
+        upper += sizes.get(name, 0)
+    for name, low, high in reversed(bounds):
+        split = F.when((F.col("split_rank") > low) & (F.col("split_rank") <= high), name).otherwise(
+            split
+        )
+    return ranked.withColumn("split", split).drop("split_rank")
+
+
+def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFrame:
+    """Per MAP candidate, the paper's 100 documents: the top `positives` of the full query
+    (label 1), then the first `negatives` results of the less informative query that are not
+    among them (label 0), each with its BM25 score and rank in its own result list."""
+    top = F.slice("full_hits", 1, positives)
+    top_ids = F.transform(top, lambda h: h["job_id"])
+    rest = F.slice(
+        F.filter("negative_hits", lambda h: ~F.array_contains(top_ids, h["job_id"])),
+        1,
+        negatives,
+    )
+    labelled = F.concat(_labelled(top, 1), _labelled(rest, 0))
+    return selected.select(
+        "candidate_id", "split", "query_terms", F.explode(labelled).alias("d")
+    ).select("candidate_id", "split", "query_terms", "d.*")
+
+
+def _labelled(hits: Column, label: int) -> Column:
+    """Hits -> (job_id, label, bm25, bm25_rank) structs, ranks from 1 in the hits' order."""
+    return F.transform(
+        hits,
+        lambda h, i: F.struct(
+            h["job_id"].alias("job_id"),
+            F.lit(label).alias("label"),
+            h["score"].alias("bm25"),
+            (i + 1).alias("bm25_rank"),
+        ),
+    )

@@ -1,0 +1,262 @@
+"""Stage 3: cleaned candidates -> (q, d+, d−) triples and MAP sets with DRMM features.
+
+The steps, each a DataFrame -> DataFrame function (paper §6, `docs/PAIRS.md`):
+
+1. :func:`query_inputs` + :func:`build_queries`: per candidate, the query bag of words from
+   the jobs other than the positive one (`jobrec_core.features.queries`), and the less informative
+   query (a seeded 1/6 of its terms).
+2. :func:`retrieve`: both queries against one fixed version of the jobs index, top 100 with
+   BM25 scores, sent from the executors in `_msearch` batches (`jobrec_core.search.bm25`).
+   Written to `silver/retrieval`; queries that kept failing go to quarantine.
+3. :func:`select_triples`: keep a candidate only if its positive job is in its top 100;
+   pick the negative at random (seeded) among the less informative query's results, never
+   one of the candidate's own jobs.
+4. :func:`assign_splits`: train / dev / test / map_dev / map_test by the rank of a seeded
+   hash of the candidate id: the same kept candidates and seed give the same splits.
+5. :func:`triple_features` and :func:`map_features`: matching histograms (counts), query
+   IDFs, common unigrams and bigrams (`jobrec_core.features.matching`), one BLAS product per
+   query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.features.matching import document_tokens, map_features, triple_features
+from jobrec_core.features.queries import (
+    build_queries,
+    query_inputs,
+)
+from jobrec_core.pairs.splits import (
+    MAP_SPLITS,
+    SPLITS,
+    TRIPLE_SPLITS,
+    _seeded_hash,
+    assign_splits,
+    map_documents,
+    select_triples,
+    split_sizes,
+)
+from jobrec_core.platform import manifest
+from jobrec_core.platform.quarantine import QualityReport, enforce_budget
+from jobrec_core.platform.spark import arrow_batch
+from jobrec_core.platform.tables import local_path, read_delta, table_path, write_delta
+from jobrec_core.search.bm25 import quarantine_failed_searches, retrieve, serving_index
+from jobrec_core.search.connection import make_client, resolve_connection
+from jobrec_core.text.vectors import broadcast_idf
+
+log = logging.getLogger(__name__)
+
+QUARANTINE_SOURCE = "build_pairs"
+
+
+# --- 1. queries -----------------------------------------------------------------------------
+
+
+# --- 2. retrieval ---------------------------------------------------------------------------
+
+
+# --- 3. triples and 4. splits ---------------------------------------------------------------
+
+
+# --- 5. features ----------------------------------------------------------------------------
+
+
+def config_hash(config: JobrecConfig) -> str:
+    """What the pairs depend on besides their inputs: the settings of stages 3 and the seed."""
+    relevant = {
+        "seed": config.run.seed,
+        "queries": config.queries.model_dump(),
+        "retrieval": config.retrieval.model_dump(),
+        "histograms": config.histograms.model_dump(),
+        "pairs": config.pairs.model_dump(),
+    }
+    return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]
+
+
+@dataclass
+class PairsFunnel:
+    candidates: int
+    empty_query: int
+    search_failed: int
+    outcomes: dict[str, int]
+    splits: dict[str, int]
+    map_rows: dict[str, int]
+    index: str
+    embeddings: str
+    config_hash: str
+
+    def format(self) -> str:
+        lines = [
+            "Pairs funnel",
+            f"  cleaned candidates                {self.candidates:>12,}",
+            f"  empty query                       {self.empty_query:>12,}",
+            f"  searches failed (quarantined)     {self.search_failed:>12,}",
+            f"  positive not in top 100 (dropped) "
+            f"{self.outcomes.get('positive_not_retrieved', 0):>12,}",
+            f"  no negative (dropped)             {self.outcomes.get('no_negative', 0):>12,}",
+            f"  kept                              {self.outcomes.get('kept', 0):>12,}",
+        ]
+        lines += [f"  split {name:<27} {self.splits.get(name, 0):>12,}" for name in SPLITS]
+        lines += [f"  MAP rows {name:<24} {n:>12,}" for name, n in sorted(self.map_rows.items())]
+        lines.append(
+            f"  index {self.index}, embeddings {self.embeddings}, config {self.config_hash}"
+        )
+        return "\n".join(lines)
+
+
+# --- the stage ------------------------------------------------------------------------------
+
+
+def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
+    """silver candidates + the jobs index -> gold/pairs/{triples,map_sets}; see the module."""
+    embeddings = manifest.current(config, "embeddings")
+    vectors_file = local_path(embeddings["vectors"])
+    jobs = read_delta(spark, embeddings["jobs"])
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    seed = config.run.seed
+    words_and_idf = broadcast_idf(spark, embeddings)
+    connection = resolve_connection(config)
+    index = serving_index(make_client(connection), config.elasticsearch.index_alias)
+    log.info("build_pairs: searching %s (embeddings %s)", index, embeddings["version"])
+
+    queries_path = table_path(config, "silver", "queries")
+    inputs = query_inputs(candidates, jobs, list(config.queries.fields))
+    queries_frame = build_queries(
+        inputs, str(embeddings["version"]), words_and_idf, config.queries, seed
+    )
+    with _step("queries (silver/queries)"):
+        write_delta(queries_frame, queries_path)
+    queries = read_delta(spark, queries_path)
+    searchable = queries.where(F.size("query_terms") > 0)
+    if config.pairs.candidates_limit is not None:
+        searchable = searchable.orderBy(
+            _seeded_hash(seed, "sample", "candidate_id"), "candidate_id"
+        ).limit(config.pairs.candidates_limit)
+
+    retrieval_path = table_path(config, "silver", "retrieval")
+    partitions = spark.sparkContext.defaultParallelism
+    with _step(f"retrieval from {index} (silver/retrieval)"):
+        write_delta(
+            retrieve(searchable, connection, index, config.retrieval, partitions), retrieval_path
+        )
+    retrieved = read_delta(spark, retrieval_path)
+    searched = retrieved.count()
+    failed = quarantine_failed_searches(config, queries, retrieved, QUARANTINE_SOURCE)
+    report = QualityReport(
+        QUARANTINE_SOURCE, searched, searched - failed, {"search_failed": failed} if failed else {}
+    )
+    enforce_budget(report, config.quality.error_budget_fraction)
+
+    selected = select_triples(queries, retrieved, seed).cache()
+    outcomes = {
+        r["outcome"]: int(r["count"]) for r in selected.groupBy("outcome").count().collect()
+    }
+    sizes = split_sizes(config.pairs, outcomes.get("kept", 0))
+    assigned = assign_splits(selected.where(F.col("outcome") == "kept"), sizes, seed).where(
+        F.col("split").isNotNull()
+    )
+    documents = document_tokens(
+        jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
+    )
+    bins = config.histograms.bins
+    triples = (
+        assigned.where(F.col("split").isin(*TRIPLE_SPLITS))
+        .join(
+            documents.withColumnRenamed("job_id", "positive_job_id").withColumnRenamed(
+                "doc_tokens", "pos_tokens"
+            ),
+            "positive_job_id",
+        )
+        .join(
+            documents.withColumnRenamed("job_id", "neg_job_id").withColumnRenamed(
+                "doc_tokens", "neg_tokens"
+            ),
+            "neg_job_id",
+        )
+    )
+    triples_path = table_path(config, "gold", "pairs/triples")
+    with _step("triples with features (gold/pairs/triples)"):
+        write_delta(
+            triple_features(triples, vectors_file, words_and_idf, bins),
+            triples_path,
+            partition_by=["split"],
+        )
+    map_docs = map_documents(
+        assigned.where(F.col("split").isin(*MAP_SPLITS)),
+        config.pairs.map_positives,
+        config.pairs.map_negatives,
+    ).join(documents, "job_id")
+    map_path = table_path(config, "gold", "pairs/map_sets")
+    # A MAP row carries 100 documents of up to 500 terms: small Arrow batches keep the
+    # workers' memory flat (Spark's default of 10,000 rows per batch would hold ~1M documents).
+    with (
+        _step("MAP sets with features (gold/pairs/map_sets)"),
+        arrow_batch(spark, config.histograms.map_queries_per_batch),
+    ):
+        write_delta(
+            map_features(map_docs, vectors_file, words_and_idf, bins),
+            map_path,
+            partition_by=["split"],
+        )
+    selected.unpersist()
+
+    split_counts = _counts_by_split(read_delta(spark, triples_path).groupBy("split").count())
+    split_counts |= {
+        name: n
+        for name, n in _counts_by_split(
+            read_delta(spark, map_path)
+            .groupBy("split")
+            .agg(F.countDistinct("candidate_id").alias("count"))
+        ).items()
+    }
+    map_rows = _counts_by_split(read_delta(spark, map_path).groupBy("split").count())
+    funnel = PairsFunnel(
+        candidates=queries.count(),
+        empty_query=queries.where(F.size("query_terms") == 0).count(),
+        search_failed=failed,
+        outcomes=outcomes,
+        splits=split_counts,
+        map_rows=map_rows,
+        index=index,
+        embeddings=str(embeddings["version"]),
+        config_hash=config_hash(config),
+    )
+    manifest.record(
+        config,
+        "pairs",
+        {
+            "triples": triples_path,
+            "map_sets": map_path,
+            "retrieval": retrieval_path,
+            "index": index,
+            "embeddings": embeddings["version"],
+            "config_hash": funnel.config_hash,
+            "bins": bins,
+            "splits": split_counts,
+            "map_rows": map_rows,
+        },
+    )
+    return funnel
+
+
+@contextmanager
+def _step(name: str) -> Iterator[None]:
+    started = time.perf_counter()
+    log.info("build_pairs: %s ...", name)
+    yield
+    log.info("build_pairs: %s done in %.1fs", name, time.perf_counter() - started)
+
+
+def _counts_by_split(frame: DataFrame) -> dict[str, int]:
+    return {r["split"]: int(r["count"]) for r in frame.collect()}

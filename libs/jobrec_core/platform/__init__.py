@@ -1,0 +1,2 @@
+"""Shared infrastructure every stage uses: Spark sessions, Delta tables, the manifest, quarantine,
+MLflow tracking, charts."""

@@ -1,0 +1,197 @@
+"""The Spark session every job runs in.
+
+Locally (`spark.master` set) the session is built here: Delta enabled, the Delta and ES-Hadoop
+jars from `spark.jars_dir` on the classpath (fetched by Maven at setup, since Spark's own Ivy
+resolver cannot be relied on to reach Maven Central), and Python workers on this interpreter.
+On Databricks (`spark.master: null`) the runtime's active session is reused untouched: the
+cluster's libraries and settings are the runtime's business, not the job's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from jobrec_core.config import JobrecConfig
+
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# Spark redacts matching keys in the UI, event logs and plan strings. The default pattern misses
+# the connector's `es.net.http.auth.pass` and its API key header (`...header.Authorization`).
+REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|auth[.]pass|api[._-]?key|authorization"
+
+
+class SparkSetupError(RuntimeError):
+    """The session cannot be built as configured (missing jars, no active session)."""
+
+
+class _NoPy4jCommandTraces(logging.Filter):
+    """py4j logs every command it sends at DEBUG, option values included: the connector's
+    credentials would reach any log collecting DEBUG. Only its INFO and above pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.INFO
+
+
+def silence_py4j_command_traces() -> None:
+    for name in ("py4j.clientserver", "py4j.java_gateway"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, _NoPy4jCommandTraces) for f in logger.filters):
+            logger.addFilter(_NoPy4jCommandTraces())
+
+
+def get_spark(config: JobrecConfig) -> SparkSession:
+    """The session for this environment: built locally, reused on a cluster."""
+    silence_py4j_command_traces()
+    if config.spark.master is None:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            return active
+        # A cluster job started before any session exists (spark-submit on a cluster): let
+        # the launcher's configuration decide everything.
+        return SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+    return _local_session(config)
+
+
+def spark_jars(jars_dir: str | None) -> list[str]:
+    """The jar files to put on Spark's classpath, or an error naming the setup step."""
+    if jars_dir is None:
+        return []
+    folder = Path(jars_dir)
+    jars = sorted(str(p) for p in folder.glob("*.jar"))
+    if not jars:
+        raise SparkSetupError(
+            f"no jars in {folder}: run scripts/setup.sh to fetch Delta and the ES-Hadoop "
+            "connector from Maven Central"
+        )
+    return jars
+
+
+def _local_session(config: JobrecConfig) -> SparkSession:
+    # Workers must run this interpreter: the system Python lacks the project's packages.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    master = config.spark.master
+    assert master is not None
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(config.spark.app_name)
+        .config("spark.sql.extensions", DELTA_EXTENSION)
+        .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
+        .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
+        .config("spark.redaction.regex", REDACTION_REGEX)
+        .config("spark.sql.warehouse.dir", config.path("warehouse"))
+        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={config.path('derby')}")
+    )
+    jars = spark_jars(config.spark.jars_dir)
+    if jars:
+        builder = builder.config("spark.jars", ",".join(jars))
+    for key, value in config.spark.conf.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    # spark-submit's default is INFO, the shell's WARN: one level, whichever started it.
+    session.sparkContext.setLogLevel("WARN")
+    return session
+
+
+def install_spark_defaults(config: JobrecConfig) -> Path:
+    """Write `spark-defaults.conf` into the Spark installation of this environment.
+
+    `spark-submit jobs/<stage>.py` starts the driver JVM before the job's code runs, so jars
+    set in the session builder come too late for the driver's classpath (Delta's catalog
+    class is then not found). Spark reads `$SPARK_HOME/conf/spark-defaults.conf` when it
+    launches, and the pip-installed pyspark is this environment's `SPARK_HOME`. Setup calls
+    this for the local environment; on a cluster the runtime's libraries play this part.
+    """
+    from pyspark.find_spark_home import _find_spark_home
+
+    settings = {"spark.jars": ",".join(spark_jars(config.spark.jars_dir))}
+    for key in ("spark.driver.memory", "spark.driver.host", "spark.driver.bindAddress"):
+        if key in config.spark.conf:
+            settings[key] = config.spark.conf[key]
+    if config.spark.master is not None:
+        settings["spark.master"] = config.spark.master
+    folder = Path(_find_spark_home()) / "conf"
+    folder.mkdir(exist_ok=True)
+    path = folder / "spark-defaults.conf"
+    lines = [
+        "# Written by scripts/setup.sh from conf/ "
+        "(jobrec_core.platform.spark.install_spark_defaults)."
+    ]
+    lines += [f"{key} {value}" for key, value in settings.items()]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@contextmanager
+def arrow_batch(spark: SparkSession, rows: int) -> Iterator[None]:
+    """At most `rows` rows per Arrow batch of the pandas UDFs run inside the block (a row of
+    grouped documents can hold 100 documents: small batches keep the workers' memory flat)."""
+    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
+    previous = str(spark.conf.get(key, "10000"))
+    spark.conf.set(key, str(rows))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, previous)
+
+
+_GROUP_ROWS = "_group_rows"
+
+
+def map_groups_in_pandas(
+    frame: DataFrame,
+    keys: list[str],
+    function: Callable[[pd.DataFrame], pd.DataFrame],
+    schema: str,
+) -> DataFrame:
+    """`function` over pandas frames that each hold every row of the groups they contain.
+
+    Rows are collected per group (`keys`: the columns a group shares, kept once), so one Arrow
+    batch carries whole groups, and many of them: one Python call per batch, not per group as
+    `applyInPandas` would make. The worker flattens each batch back into one row per element.
+    """
+    others = [c for c in frame.columns if c not in keys]
+    grouped = frame.groupBy(*keys).agg(F.collect_list(F.struct(*others)).alias(_GROUP_ROWS))
+
+    def run(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for batch in batches:
+            yield function(_flatten(batch, keys, others))
+
+    return grouped.mapInPandas(run, schema)
+
+
+def _flatten(batch: pd.DataFrame, keys: list[str], others: list[str]) -> pd.DataFrame:
+    counts = batch[_GROUP_ROWS].map(len).to_numpy()
+    flat: dict[str, object] = {key: np.repeat(batch[key].to_numpy(), counts) for key in keys}
+    rows = [row for group in batch[_GROUP_ROWS] for row in group]
+    flat |= {column: [row[column] for row in rows] for column in others}
+    return pd.DataFrame(flat)
+
+
+def split_top_level(schema: str) -> list[str]:
+    """A DDL schema's fields, split at the commas outside `<...>` and `(...)`."""
+    parts, depth, current = [], 0, ""
+    for char in schema:
+        depth += char in "<("
+        depth -= char in ">)"
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    return [*parts, current]
+
+
+def schema_columns(schema: str) -> list[str]:
+    """The column names of a DDL schema."""
+    return [part.strip().split(" ")[0] for part in split_top_level(schema)]

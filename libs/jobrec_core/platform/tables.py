@@ -1,0 +1,98 @@
+"""Where tables live and how they are written.
+
+Tables are Delta folders under `storage.root/<dataset>/<layer>/<name>`: the dataset is the
+data preset (tiny, demo, seed) so that datasets of several sizes live side by side, and the
+layers are the usual raw (files as delivered), bronze (typed, validated), silver (cleaned)
+and gold (model inputs and outputs). Every write replaces what it owns, so a rerun leaves
+the same table as the first run, never duplicates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pyspark.sql import DataFrame, SparkSession
+
+from jobrec_core.config import JobrecConfig
+
+Layer = Literal["raw", "bronze", "silver", "gold", "reports"]
+
+
+def table_path(config: JobrecConfig, layer: Layer, name: str) -> str:
+    return config.path(f"{config.data.preset}/{layer}/{name}")
+
+
+@dataclass(frozen=True)
+class RawLocations:
+    """The files as delivered: jobs (JSON lines), candidates (the paper's TSV), and for
+    generated data the candidates' ground truth (Delta)."""
+
+    jobs: str
+    candidates: str
+    ground_truth: str
+
+    @staticmethod
+    def of(config: JobrecConfig) -> RawLocations:
+        return RawLocations(
+            jobs=table_path(config, "raw", "jobs"),
+            candidates=table_path(config, "raw", "candidates"),
+            ground_truth=table_path(config, "raw", "ground_truth_candidates"),
+        )
+
+
+def write_delta(
+    df: DataFrame,
+    path: str,
+    replace_where: str | None = None,
+    partition_by: list[str] | None = None,
+) -> None:
+    """Overwrite a Delta table, or only the rows matching `replace_where` (idempotent reruns)."""
+    writer = df.write.format("delta").mode("overwrite")
+    if replace_where is not None:
+        writer = writer.option("replaceWhere", replace_where)
+    else:
+        writer = writer.option("overwriteSchema", "true")
+    if partition_by:
+        writer = writer.partitionBy(*partition_by)
+    writer.save(path)
+
+
+def read_delta(spark: SparkSession, path: str) -> DataFrame:
+    return spark.read.format("delta").load(path)
+
+
+def is_delta_table(spark: SparkSession, path: str) -> bool:
+    """Whether a Delta table exists at `path` (a first run, or no ground truth for real data)."""
+    from delta.tables import DeltaTable
+
+    return bool(DeltaTable.isDeltaTable(spark, path))
+
+
+def local_path(location: str) -> str:
+    """A path Python's file functions can open: `dbfs:/x` is `/dbfs/x` on Databricks."""
+    if location.startswith("dbfs:/"):
+        return "/dbfs/" + location[len("dbfs:/") :].lstrip("/")
+    if location.startswith("file:"):
+        return location[len("file:") :]
+    return location
+
+
+def delta_version(spark: SparkSession, path: str) -> int:
+    """The current version of a Delta table (what a derived artifact was built from)."""
+    from delta.tables import DeltaTable
+
+    row = DeltaTable.forPath(spark, path).history(1).select("version").first()
+    assert row is not None
+    return int(row["version"])
+
+
+def snapshot_files(spark: Any, table: str, split: str) -> list[str]:
+    """URLs of the Parquet files of the table's current Delta snapshot in one split."""
+    files = read_delta(spark, table).where(f"split = '{split}'").inputFiles()
+    marker = f"/split={split}/"
+    return sorted(_file_url(local_path(f)) for f in files if marker in f)
+
+
+def _file_url(path: str) -> str:
+    return path if "://" in path else "file://" + path

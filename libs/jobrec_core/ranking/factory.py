@@ -1,0 +1,105 @@
+"""The one place pipelines are built from the configuration, for evaluation and serving alike.
+
+    inputs = ranking_inputs(spark, config)  # what every step reads
+    pipeline = rerank_pipeline(config, inputs, scorer, sink)  # BM25 >> features >> scorer % k
+
+**Adding a re-ranker.** Write a class with a `name` and `score(frame) -> ndarray` (the
+`ranking.scorers.Scorer` protocol) that reads any column a feature step adds; add one entry to
+:data:`BASELINES` (or train it and register it, as the DRMMs are); name it in
+`evaluation.baselines`. Evaluation then scores it next to the others, and serving can use it
+by the same pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark import Broadcast
+from pyspark.sql import DataFrame, SparkSession
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.features.matching import document_tokens
+from jobrec_core.platform import manifest
+from jobrec_core.platform.tables import local_path, read_delta
+from jobrec_core.ranking.pipeline import (
+    Bm25Retriever,
+    DocumentText,
+    DrmmFeatures,
+    Pipeline,
+    Reranker,
+    RetrievalSink,
+    keep_in_memory,
+)
+from jobrec_core.ranking.scorers import Bm25Scorer, Scorer, WmdScorer
+from jobrec_core.search.bm25 import serving_index
+from jobrec_core.search.connection import EsConnection, make_client, resolve_connection
+from jobrec_core.text.vectors import broadcast_idf
+
+
+@dataclass(frozen=True)
+class RankingInputs:
+    """What the steps read, resolved once per run: one embeddings version and one version
+    of the jobs index throughout, even if the alias moves meanwhile."""
+
+    embeddings_version: str
+    vectors_file: str
+    words_and_idf: Broadcast
+    jobs: DataFrame  # the embeddings' tokenized jobs
+    tokens: DataFrame  # job_id, doc_tokens
+    connection: EsConnection
+    index: str
+    partitions: int
+
+
+def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
+    embeddings = manifest.current(config, "embeddings")
+    jobs = read_delta(spark, embeddings["jobs"])
+    connection = resolve_connection(config)
+    return RankingInputs(
+        embeddings_version=str(embeddings["version"]),
+        vectors_file=local_path(embeddings["vectors"]),
+        words_and_idf=broadcast_idf(spark, embeddings),
+        jobs=jobs,
+        tokens=document_tokens(
+            jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
+        ),
+        connection=connection,
+        index=serving_index(make_client(connection), config.elasticsearch.index_alias),
+        partitions=spark.sparkContext.defaultParallelism,
+    )
+
+
+# The untrained re-rankers, by the name `evaluation.baselines` gives them.
+BASELINES: dict[str, Callable[[RankingInputs], Scorer]] = {
+    "BM25": lambda inputs: Bm25Scorer("BM25"),
+    "WMD": lambda inputs: WmdScorer(inputs.vectors_file, "WMD"),
+}
+
+
+def baseline_scorers(config: JobrecConfig, inputs: RankingInputs) -> list[Scorer]:
+    unknown = [name for name in config.evaluation.baselines if name not in BASELINES]
+    if unknown:
+        raise ValueError(f"evaluation.baselines: unknown {unknown}; known: {sorted(BASELINES)}")
+    return [BASELINES[name](inputs) for name in config.evaluation.baselines]
+
+
+def featured_pool(
+    config: JobrecConfig, inputs: RankingInputs, sink: RetrievalSink = keep_in_memory
+) -> Pipeline:
+    """BM25's pool with the text and the features every re-ranker reads."""
+    retriever = Bm25Retriever(
+        inputs.connection, inputs.index, config.retrieval, inputs.partitions, sink
+    )
+    features = DrmmFeatures(inputs.vectors_file, inputs.words_and_idf, config.histograms.bins)
+    return retriever >> DocumentText(inputs.tokens) >> features
+
+
+def rerank_pipeline(
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    scorer: Scorer,
+    sink: RetrievalSink = keep_in_memory,
+) -> Pipeline:
+    """BM25's pool re-ranked by `scorer`, the top `evaluation.k`: what is recommended."""
+    return featured_pool(config, inputs, sink) >> Reranker(scorer) % config.evaluation.k

@@ -1,0 +1,306 @@
+"""Retrieve -> features -> re-rank -> cut-off, composed like PyTerrier's pipelines.
+
+    pipeline = retriever >> DocumentText(tokens) >> DrmmFeatures(...) >> Reranker(scorer) % 10
+
+**The contract.** A retriever takes a frame of queries (`candidate_id, own_job_ids,
+query_terms`) and returns a *ranked frame*: one row per (candidate, job) with `score` and
+`rank` (1 is the best of the candidate), plus `query_terms`, `bm25` and `bm25_rank`. Every
+later step takes a ranked frame and returns one: a feature step adds columns, a re-ranker
+replaces `score` and `rank`, a cut-off keeps the top k.
+
+**Two engines, one code path.** Each step has `transform(pandas.DataFrame)`, for one request
+or one batch, and `transform_spark(DataFrame)`, for millions of candidates. The Spark form runs
+the pandas form inside `mapInPandas`; a step that needs every row of a query at once (the
+features: one matrix product per query) gets them through `platform.spark.map_groups_in_pandas`.
+
+Evaluation and serving build their pipelines in `ranking.factory`, from the configuration;
+a new re-ranker is one :class:`ranking.scorers.Scorer` class registered there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from jobrec_core.config import RetrievalConfig
+from jobrec_core.features.matching import (
+    FEATURE_COLUMNS,
+    WordsAndIdf,
+    add_features,
+    idf_vocabulary,
+)
+from jobrec_core.platform.spark import map_groups_in_pandas
+from jobrec_core.ranking.scorers import Scorer, score_column
+from jobrec_core.search.bm25 import FULL_QUERY, retrieve, search_all
+from jobrec_core.search.connection import EsConnection, make_client
+
+QUERY_COLUMNS = ("candidate_id", "own_job_ids", "query_terms")
+RANKED_SCHEMA = (
+    "candidate_id LONG, query_terms ARRAY<STRING>, job_id INT, score DOUBLE, rank INT, "
+    "bm25 FLOAT, bm25_rank INT"
+)
+
+
+class Step:
+    """One step of a pipeline; `a >> b` chains, `a % k` keeps the top k."""
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        raise NotImplementedError
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        raise NotImplementedError
+
+    def __rshift__(self, other: Step) -> Pipeline:
+        return Pipeline((*_steps(self), *_steps(other)))
+
+    def __mod__(self, k: int) -> Pipeline:
+        return self >> Cutoff(k)
+
+
+def _steps(step: Step) -> tuple[Step, ...]:
+    return step.steps if isinstance(step, Pipeline) else (step,)
+
+
+@dataclass(frozen=True)
+class Pipeline(Step):
+    steps: tuple[Step, ...]
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        for step in self.steps:
+            frame = step.transform(frame)
+        return frame
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        for step in self.steps:
+            frame = step.transform_spark(frame)
+        return frame
+
+
+# --- retrieval --------------------------------------------------------------------------------
+
+
+RetrievalSink = Callable[[DataFrame, DataFrame], DataFrame]
+
+
+def keep_in_memory(retrieved: DataFrame, queries: DataFrame) -> DataFrame:
+    """The default sink: the search results as they are (a stage passes one that writes them
+    to Delta and quarantines the failed searches, `search.bm25.RetrievalCheckpoint`)."""
+    return retrieved.cache()
+
+
+@dataclass(frozen=True)
+class Bm25Retriever(Step):
+    """The paper's BM25 query against one version of the jobs index (`search.bm25`), top
+    `settings.top_k`, minus the candidate's own jobs. `sink` receives the raw results
+    (`candidate_id, full_hits, error`) and the queries, and returns the results to rank."""
+
+    connection: EsConnection
+    index: str
+    settings: RetrievalConfig
+    partitions: int = 1
+    sink: RetrievalSink = field(default=keep_in_memory, compare=False)
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame[frame["query_terms"].map(len) > 0]  # an empty query finds nothing
+        client = make_client(self.connection)
+        try:
+            texts = [" ".join(terms) for terms in frame["query_terms"]]
+            results = search_all(client, self.index, texts, self.settings)
+        finally:
+            client.close()
+        failed = [r.error for r in results if r.error]
+        if failed:
+            raise RuntimeError(f"{len(failed)} searches failed: {failed[0]}")
+        hits = [[{"job_id": j, "score": s} for j, s in r.hits or []] for r in results]
+        return _ranked_hits(frame.assign(full_hits=hits))
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        queries = frame.select(*QUERY_COLUMNS)
+        searchable = queries.where(F.size("query_terms") > 0)
+        raw = retrieve(
+            searchable, self.connection, self.index, self.settings, self.partitions, FULL_QUERY
+        )
+        retrieved = self.sink(raw, queries)
+        hits = F.filter(
+            F.transform("full_hits", lambda h, i: F.struct(h.alias("h"), (i + 1).alias("rank"))),
+            lambda x: ~F.array_contains(F.col("own_job_ids"), x["h"]["job_id"]),
+        )
+        rows = (
+            retrieved.where(F.col("error").isNull())
+            .join(queries, "candidate_id")
+            .select("candidate_id", "query_terms", F.explode(hits).alias("x"))
+            .select(
+                "candidate_id",
+                "query_terms",
+                F.col("x.h.job_id").alias("job_id"),
+                F.col("x.h.score").alias("bm25"),
+                F.col("x.rank").alias("bm25_rank"),
+            )
+        )
+        order = Window.partitionBy("candidate_id").orderBy(F.col("bm25").desc(), "job_id")
+        return rows.select(
+            "candidate_id",
+            "query_terms",
+            "job_id",
+            F.col("bm25").cast("double").alias("score"),
+            F.row_number().over(order).cast("int").alias("rank"),
+            "bm25",
+            "bm25_rank",
+        )
+
+
+def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
+    """Queries with their `full_hits` -> one row per hit that is not one of the candidate's
+    own jobs; BM25's rank counts every hit, own jobs included (as the index returned them).
+    The pandas twin of the Spark SQL in `Bm25Retriever.transform_spark` (one request's 100
+    hits; the batch path never loops in Python)."""
+    columns: dict[str, list[Any]] = {
+        name: [] for name in ("candidate_id", "query_terms", "job_id", "bm25", "bm25_rank")
+    }
+    for candidate, terms, own, hits in zip(
+        frame["candidate_id"],
+        frame["query_terms"],
+        frame["own_job_ids"],
+        frame["full_hits"],
+        strict=True,
+    ):
+        own_jobs = set(np.asarray(own if own is not None else [], dtype=np.int64).tolist())
+        terms_list = list(terms)
+        for position, hit in enumerate(hits if hits is not None else []):
+            if int(hit["job_id"]) in own_jobs:
+                continue
+            columns["candidate_id"].append(int(candidate))
+            columns["query_terms"].append(terms_list)
+            columns["job_id"].append(int(hit["job_id"]))
+            columns["bm25"].append(np.float32(hit["score"]))
+            columns["bm25_rank"].append(position + 1)
+    ranked = pd.DataFrame(columns)
+    ranked["bm25"] = ranked["bm25"].astype(np.float32)
+    ranked["score"] = ranked["bm25"].astype(np.float64)
+    ranked["rank"] = _ranks(ranked)
+    return ranked[[c.split(" ")[0] for c in RANKED_SCHEMA.split(", ")]]
+
+
+def _ranks(frame: pd.DataFrame) -> np.ndarray:
+    """1 for the best `score` of each candidate; equal scores by the lower job id."""
+    if frame.empty:
+        return np.zeros(0, dtype=np.int32)
+    order = frame.sort_values(["candidate_id", "score", "job_id"], ascending=[True, False, True])
+    ranks = order.groupby("candidate_id", sort=False).cumcount().to_numpy() + 1
+    result = np.empty(len(frame), dtype=np.int32)
+    result[frame.index.get_indexer(order.index)] = ranks
+    return result
+
+
+# --- features ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocumentText(Step):
+    """Adds `doc_tokens`, the job's tokens the features and the WMD scorer read: a join with
+    `tokens` (`job_id, doc_tokens`, `features.matching.document_tokens`)."""
+
+    tokens: DataFrame
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        wanted = sorted({int(j) for j in frame["job_id"]})
+        found = self.tokens.where(F.col("job_id").isin(wanted)).toPandas()
+        return frame.merge(found, on="job_id", how="inner")
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        return frame.join(self.tokens, "job_id")
+
+
+@dataclass(frozen=True)
+class DrmmFeatures(Step):
+    """Adds DRMM's inputs: `query_idf`, `doc_len`, `hist`, `unigrams`, `bigrams`
+    (`features.matching`, the code that built the training data)."""
+
+    vectors_file: str
+    words_and_idf: WordsAndIdf
+    bins: int
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        vocabulary = idf_vocabulary(self.vectors_file, self.words_and_idf)
+        return add_features(frame, vocabulary, self.bins)
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        schema = f"{_ddl(frame)}, {FEATURE_COLUMNS}"
+        columns = [*frame.columns, *(c.split(" ")[0] for c in FEATURE_COLUMNS.split(", "))]
+        keys = ["candidate_id", "query_terms"]
+
+        def run(rows: pd.DataFrame) -> pd.DataFrame:
+            featured = self.transform(rows)
+            return featured.assign(query_terms=[list(t) for t in featured["query_terms"]])[columns]
+
+        return map_groups_in_pandas(frame, keys, run, schema)
+
+
+@dataclass(frozen=True)
+class ScoreColumns(Step):
+    """Adds `score_<name>` for each scorer, in one pass over the rows (several re-rankers
+    side by side, as the evaluation compares them); with `keep`, only those columns and the
+    scores leave the step (the features are large, the scores small)."""
+
+    scorers: Sequence[Scorer]
+    keep: Sequence[str] | None = None
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        scored = frame[list(self.keep)].copy() if self.keep is not None else frame.copy()
+        for scorer in self.scorers:
+            scored[score_column(scorer)] = scorer.score(frame) if len(frame) else []
+        return scored
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        kept = frame.select(*self.keep) if self.keep is not None else frame
+        schema = ", ".join([_ddl(kept), *(f"{score_column(s)} DOUBLE" for s in self.scorers)])
+
+        def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for rows in frames:
+                yield self.transform(rows)
+
+        return frame.mapInPandas(run, schema)
+
+
+@dataclass(frozen=True)
+class Reranker(Step):
+    """`score` := the scorer's score, and `rank` by it (ties: the lower job id)."""
+
+    scorer: Scorer
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        scored = ScoreColumns([self.scorer]).transform(frame).reset_index(drop=True)
+        scored["score"] = scored.pop(score_column(self.scorer))
+        scored["rank"] = _ranks(scored)
+        return scored
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        column = score_column(self.scorer)
+        scored = ScoreColumns([self.scorer]).transform_spark(frame.drop("score", "rank"))
+        order = Window.partitionBy("candidate_id").orderBy(F.col(column).desc(), "job_id")
+        return scored.withColumnRenamed(column, "score").withColumn(
+            "rank", F.row_number().over(order)
+        )
+
+
+@dataclass(frozen=True)
+class Cutoff(Step):
+    """The top `k` rows of each candidate by `rank`."""
+
+    k: int
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[frame["rank"] <= self.k].sort_values(["candidate_id", "rank"])
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        return frame.where(F.col("rank") <= self.k)
+
+
+def _ddl(frame: DataFrame) -> str:
+    return ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in frame.schema.fields)

@@ -1,0 +1,146 @@
+"""Re-rankers over BM25's candidates: one scoring pass, any number of models side by side.
+
+A re-ranker scores rows of the MAP-set shape (`pairs.MAP_SCHEMA`: one row per query and
+document, with the query's terms and IDFs, the document's histogram, length, extra features
+and BM25 score), plus `doc_tokens` for WMD. Three kinds, as in PyTerrier's
+retrieve-then-rerank pipelines, all with the same `score(frame) -> ndarray` interface:
+
+* :class:`Bm25Scorer`: the retrieval score itself (the order a re-ranker is compared with);
+* :class:`WmdScorer`: the paper's baseline, Word Mover's similarity of the query's words and the
+  document's words (`jobrec_core.text.wmd`, equal to gensim's `wmdistance`);
+* :class:`DrmmScorer`: a trained DRMM, shipped to the executors as bytes in a broadcast (its
+  spec, weights and word vectors), so executors need no access to the model registry.
+
+:func:`score_documents` runs them all in one `mapInPandas` pass and keeps only small columns;
+each scorer's model is loaded once per Python worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+import torch
+from pyspark import Broadcast
+from pyspark.sql import SparkSession
+
+from jobrec_core.features.histograms import Vocabulary
+from jobrec_core.models.drmm import Drmm
+from jobrec_core.models.model_io import load_model, save_model_bytes
+from jobrec_core.text.vectors import keyed_vectors, worker_cached
+from jobrec_core.text.wmd import DocumentBatch, VectorTable, WmdDocument, similarity, wmd_pairs
+
+DOC_TOKENS = "doc_tokens"
+
+
+class Scorer(Protocol):
+    """Scores stored-shape rows; higher is better."""
+
+    @property
+    def name(self) -> str: ...
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray: ...
+
+
+def score_column(scorer: Scorer) -> str:
+    """`score_<name>`, lower case with underscores: the scorer's column in scored frames."""
+    return score_column_of(scorer.name)
+
+
+def score_column_of(name: str) -> str:
+    """The score column of the scorer called `name`."""
+    return "score_" + re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
+
+
+@dataclass(frozen=True)
+class Bm25Scorer:
+    name: str = "BM25"
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        return frame["bm25"].to_numpy(dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class WmdScorer:
+    """Word Mover's similarity, 1 / (1 + WMD), between the query's terms and `doc_tokens`."""
+
+    vectors_file: str
+    name: str = "WMD"
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        vocabulary, table = _wmd_vocabulary(self.vectors_file)
+        queries = _nbows(vocabulary, frame["query_terms"])
+        documents = _nbows(vocabulary, frame[DOC_TOKENS])
+        rows = np.arange(len(queries), dtype=np.int64)
+        batch = DocumentBatch.from_documents([*queries, *documents])
+        distances = wmd_pairs(table, batch, rows, rows + len(queries))
+        return np.asarray(similarity(distances), dtype=np.float64)
+
+
+def _wmd_vocabulary(vectors_file: str) -> tuple[Vocabulary, VectorTable]:
+    """The word vectors of one embeddings version, built once per Python worker."""
+
+    def build() -> tuple[Vocabulary, VectorTable]:
+        keyed = keyed_vectors(vectors_file)
+        words = np.asarray(keyed.index_to_key, dtype=str)
+        vectors = np.asarray(keyed.vectors)
+        vocabulary = Vocabulary(words, vectors, np.zeros(len(words), dtype=np.float32))
+        return vocabulary, VectorTable.from_vectors(vocabulary.vectors)
+
+    return worker_cached("wmd_vocabulary", vectors_file, build)
+
+
+def _nbows(vocabulary: Vocabulary, texts: Iterable[Any]) -> list[WmdDocument]:
+    """Each text's nBOW over its in-vocabulary words, with one vectorised lookup for all the
+    texts; a text repeated on consecutive rows (a query and its 100 documents) is built once."""
+    texts = list(texts)
+    lengths = np.array([len(t) for t in texts], dtype=np.int64)
+    words = np.concatenate([np.asarray(t, dtype=str) for t in texts]) if texts else []
+    ids = np.split(vocabulary.ids(words), np.cumsum(lengths)[:-1]) if texts else []
+    documents: list[WmdDocument] = []
+    for position, word_ids in enumerate(ids):
+        if position and lengths[position] and _same(texts[position], texts[position - 1]):
+            documents.append(documents[-1])
+        else:
+            documents.append(WmdDocument.from_word_ids(word_ids[word_ids >= 0]))
+    return documents
+
+
+def _same(a: Any, b: Any) -> bool:
+    return len(a) == len(b) and bool(np.array_equal(np.asarray(a), np.asarray(b)))
+
+
+@dataclass(frozen=True)
+class DrmmScorer:
+    """A trained DRMM, broadcast as the bytes of `training.save_model`."""
+
+    name: str
+    model_bytes: Broadcast
+    digest: str  # of the bytes: the worker's cache key
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        from jobrec_core.models.registry import score_frame
+
+        return score_frame(self._model(), frame).astype(np.float64)
+
+    def _model(self) -> Drmm:
+        """The network, deserialised once per Python worker."""
+        if self.digest not in _MODELS:
+            torch.set_num_threads(1)  # one task per core: no oversubscription
+            _MODELS[self.digest] = load_model(io.BytesIO(self.model_bytes.value))
+        return _MODELS[self.digest]
+
+    @staticmethod
+    def of(spark: SparkSession, name: str, model: Drmm) -> DrmmScorer:
+        payload = save_model_bytes(model)
+        digest = hashlib.sha256(payload).hexdigest()
+        return DrmmScorer(name, spark.sparkContext.broadcast(payload), digest)
+
+
+_MODELS: dict[str, Drmm] = {}

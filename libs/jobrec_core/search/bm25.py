@@ -1,0 +1,247 @@
+"""BM25 retrieval from the `jobs` alias: the paper's query (Figure 3) and how it is sent.
+
+The query is a `bool/should` around one `multi_match` of type `most_fields` over the five
+indexed fields with the paper's boosts: a term matching in several fields scores in each of
+them, which is how the paper ranks a job whose title, function and keywords all agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from elasticsearch import ApiError, Elasticsearch, TransportError
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobrec_core.config import JobrecConfig, RetrievalConfig
+from jobrec_core.platform.quarantine import QualityReport, enforce_budget, write_quarantine
+from jobrec_core.platform.tables import read_delta, table_path, write_delta
+from jobrec_core.search.connection import EsConnection, make_client
+
+log = logging.getLogger(__name__)
+
+
+def multi_match_query(text: str, settings: RetrievalConfig) -> dict[str, Any]:
+    """The paper's query for a bag of words given as one space-separated string."""
+    return {
+        "bool": {
+            "should": [
+                {
+                    "multi_match": {
+                        "query": text,
+                        "type": settings.type,
+                        "fields": [f"{name}^{boost:g}" for name, boost in settings.boosts.items()],
+                        "auto_generate_synonyms_phrase_query": (
+                            settings.auto_generate_synonyms_phrase_query
+                        ),
+                    }
+                }
+            ]
+        }
+    }
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The ranked (job id, BM25 score) list of one query, or why it failed for good."""
+
+    hits: list[tuple[int, float]] | None
+    error: str | None = None
+
+
+def search_body(text: str, settings: RetrievalConfig) -> dict[str, Any]:
+    """The search request. Equal scores are ordered by job id: otherwise their order follows
+    the index's segment layout, which differs between two builds of the same jobs, and so
+    would the negative picked from them and the cut at `top_k`."""
+    return {
+        "query": multi_match_query(text, settings),
+        "size": settings.top_k,
+        "sort": [{"_score": "desc"}, {"job_id": "asc"}],
+        "track_scores": True,
+        "_source": False,
+        "track_total_hits": False,
+    }
+
+
+def search_all(
+    client: Elasticsearch, index: str, texts: Sequence[str], settings: RetrievalConfig
+) -> list[SearchResult]:
+    """Every query of `texts`, in `_msearch` batches of `retrieval.msearch_batch`.
+
+    Each batch runs at most `retrieval.max_concurrent_searches` searches at once on the
+    cluster. A batch that fails as a whole (timeout, connection, HTTP 429/5xx) and each query
+    that fails inside a batch with a retryable status are retried with doubling back-off up to
+    `retrieval.max_retries` times; a query refused as invalid is not retried. Either way a
+    failure is returned as a result with its error, never dropped.
+    """
+    results: list[SearchResult | None] = [None] * len(texts)
+    for start in range(0, len(texts), settings.msearch_batch):
+        batch = range(start, min(start + settings.msearch_batch, len(texts)))
+        _search_batch(client, index, texts, list(batch), settings, results)
+    return [r if r is not None else SearchResult(None, "not searched") for r in results]
+
+
+def _search_batch(
+    client: Elasticsearch,
+    index: str,
+    texts: Sequence[str],
+    pending: list[int],
+    settings: RetrievalConfig,
+    results: list[SearchResult | None],
+) -> None:
+    backoff = settings.backoff_s
+    last_error = ""
+    for attempt in range(settings.max_retries + 1):
+        if attempt:
+            time.sleep(backoff)
+            backoff *= 2
+        searches: list[dict[str, Any]] = []
+        for position in pending:
+            searches += [{"index": index}, search_body(texts[position], settings)]
+        try:
+            response = client.options(request_timeout=settings.timeout_s).msearch(
+                searches=searches,
+                max_concurrent_searches=settings.max_concurrent_searches,
+            )
+        except (TransportError, ApiError) as error:
+            status = getattr(error, "status_code", None) or getattr(error, "status", None)
+            last_error = f"{type(error).__name__}: {error}"
+            if isinstance(status, int) and status < 500 and status != 429:
+                break  # the request itself is invalid: retrying cannot help
+            continue
+        retry = []
+        for position, item in zip(pending, response["responses"], strict=True):
+            if "error" not in item:
+                results[position] = SearchResult(
+                    [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
+                )
+                continue
+            status = int(item.get("status", 500))
+            reason = f"HTTP {status}: {item['error'].get('type', item['error'])}"
+            if status == 429 or status >= 500:
+                retry.append(position)
+                last_error = reason
+            else:
+                results[position] = SearchResult(None, reason)
+        pending = retry
+        if not pending:
+            return
+    for position in pending:
+        results[position] = SearchResult(
+            None, f"failed after {settings.max_retries} retries: {last_error}"
+        )
+
+
+HITS = "ARRAY<STRUCT<job_id: INT, score: FLOAT>>"
+
+
+BOTH_QUERIES = {"query_terms": "full_hits", "negative_terms": "negative_hits"}
+FULL_QUERY = {"query_terms": "full_hits"}
+
+
+def retrieve(
+    queries: DataFrame,
+    connection: EsConnection,
+    index: str,
+    settings: RetrievalConfig,
+    partitions: int,
+    searches: dict[str, str] = BOTH_QUERIES,
+) -> DataFrame:
+    """Each query column of `searches` (terms column -> hits column) of every candidate
+    against `index`: one client per partition, so at most `partitions` x
+    `retrieval.max_concurrent_searches` searches run at once. `error` joins the failures."""
+    schema = ", ".join(
+        ["candidate_id LONG", *(f"{hits} {HITS}" for hits in searches.values()), "error STRING"]
+    )
+
+    def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        client = make_client(connection)
+        try:
+            for frame in frames:
+                texts = [" ".join(t) for column in searches for t in frame[column]]
+                results = search_all(client, index, texts, settings)
+                per_column = [
+                    results[i * len(frame) : (i + 1) * len(frame)] for i in range(len(searches))
+                ]
+                output = {"candidate_id": frame["candidate_id"]}
+                for hits, column_results in zip(searches.values(), per_column, strict=True):
+                    output[hits] = [_hits(r.hits) for r in column_results]
+                output["error"] = [
+                    "; ".join(r.error for r in row if r.error) or None
+                    for row in zip(*per_column, strict=True)
+                ]
+                yield pd.DataFrame(output)
+        finally:
+            client.close()
+
+    return (
+        queries.select("candidate_id", *searches).repartition(partitions).mapInPandas(run, schema)
+    )
+
+
+def _hits(hits: list[tuple[int, float]] | None) -> list[dict[str, Any]] | None:
+    return None if hits is None else [{"job_id": j, "score": s} for j, s in hits]
+
+
+def serving_index(client: Elasticsearch, alias: str) -> str:
+    """The physical index behind the alias now: a run searches one version throughout, even
+    if the alias moves while it runs."""
+    if not client.indices.exists_alias(name=alias):
+        raise LookupError(f"no index behind the alias {alias!r}: run jobs/index_jobs.py first")
+    return sorted(client.indices.get_alias(name=alias))[0]
+
+
+def quarantine_failed_searches(
+    config: JobrecConfig,
+    queries: DataFrame,
+    retrieved: DataFrame,
+    source: str,
+    query_columns: tuple[str, ...] = tuple(BOTH_QUERIES),
+) -> int:
+    """Failed searches (`error` set) -> the quarantine table, with their queries; their count."""
+    failed = retrieved.where(F.col("error").isNotNull()).join(queries, "candidate_id")
+    quarantine = failed.select(
+        F.lit(source).alias("source"),
+        F.lit("search_failed").alias("reason"),
+        F.col("error").alias("detail"),
+        F.to_json(F.struct("candidate_id", *query_columns)).alias("record"),
+        F.current_timestamp().alias("quarantined_at"),
+    )
+    write_quarantine(quarantine, table_path(config, "bronze", "quarantine"), source)
+    count = failed.count()
+    if count:
+        log.warning("%d candidates' searches failed; they are in the quarantine table", count)
+    return count
+
+
+@dataclass
+class RetrievalCheckpoint:
+    """A retriever's sink for stages: the search results are written to `path` (a Delta table,
+    so the searches run once however often the rest is recomputed), failed searches go to
+    quarantine, and the run stops when they exceed the error budget. The counts stay here
+    for the stage's report."""
+
+    config: JobrecConfig
+    path: str
+    source: str
+    searched: int = 0
+    failed: int = 0
+
+    def __call__(self, retrieved: DataFrame, queries: DataFrame) -> DataFrame:
+        write_delta(retrieved, self.path)
+        stored = read_delta(queries.sparkSession, self.path)
+        self.searched = stored.count()
+        self.failed = quarantine_failed_searches(
+            self.config, queries, stored, self.source, tuple(FULL_QUERY)
+        )
+        failures = {"search_failed": self.failed} if self.failed else {}
+        enforce_budget(
+            QualityReport(self.source, self.searched, self.searched - self.failed, failures),
+            self.config.quality.error_budget_fraction,
+        )
+        return stored

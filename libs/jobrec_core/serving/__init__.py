@@ -1,0 +1,1 @@
+"""Stage 5b: top-k recommendations with the champion model."""

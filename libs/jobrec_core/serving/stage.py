@@ -1,0 +1,213 @@
+"""Stage 5b: top-10 recommendations, BM25's top 100 for a candidate re-ranked by the champion.
+
+`jobs/recommend.py` calls :func:`run_recommend`. The pipeline is `ranking.factory`'s, the
+one the evaluation measures, so what is measured is what is served:
+
+1. the query bag of words of *all* the candidate's jobs (the paper's query without a held-out
+   positive, `features.queries.candidate_queries`);
+2. BM25 against the version of the jobs index behind the alias now; the results are written
+   to `silver/recommendation_retrieval`, failures go to quarantine within the error budget
+   (`search.bm25.RetrievalCheckpoint`);
+3. BM25's results minus the candidate's own jobs, with the DRMM features (the histograms of
+   the training data), scored by the champion (broadcast once), the top `evaluation.k`.
+
+The table `gold/recommendations` holds `candidate_id, rank, job_id, title, score, bm25,
+bm25_rank, model, index, generated_at`; a run for a list of candidates replaces only
+their rows, a run for everyone replaces the table: reruns never duplicate.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.features.queries import candidate_queries
+from jobrec_core.models.registry import load_champion
+from jobrec_core.platform import manifest
+from jobrec_core.platform.plots import chart
+from jobrec_core.platform.spark import arrow_batch
+from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
+from jobrec_core.ranking.factory import ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.scorers import DrmmScorer
+from jobrec_core.search.bm25 import RetrievalCheckpoint
+
+log = logging.getLogger(__name__)
+
+QUARANTINE_SOURCE = "recommend"
+
+
+@dataclass(frozen=True)
+class RecommendReport:
+    candidates: int
+    unknown_ids: list[int]
+    empty_query: int
+    search_failed: int
+    recommended: int
+    rows: int
+    model: str
+    index: str
+    table: str
+
+    def format(self) -> str:
+        lines = [
+            "Recommendations",
+            f"  candidates                 {self.candidates:>10,}",
+            f"  empty query (skipped)      {self.empty_query:>10,}",
+            f"  searches failed (quarant.) {self.search_failed:>10,}",
+            f"  candidates recommended     {self.recommended:>10,}",
+            f"  rows written               {self.rows:>10,}",
+            f"  model {self.model}, index {self.index}",
+            f"  table {self.table}",
+        ]
+        if self.unknown_ids:
+            shown = ", ".join(str(i) for i in self.unknown_ids[:10])
+            lines.append(f"  not among the cleaned candidates: {shown}")
+        return "\n".join(lines)
+
+
+def run_recommend(
+    spark: SparkSession, config: JobrecConfig, candidate_ids: list[int] | None = None
+) -> RecommendReport:
+    """Every cleaned candidate's top k (or only `candidate_ids`'s) into `gold/recommendations`."""
+    champion = load_champion(config)
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    unknown: list[int] = []
+    if candidate_ids is not None:
+        wanted = sorted(set(candidate_ids))
+        candidates = candidates.where(F.col("candidate_id").isin(wanted))
+        found = {r["candidate_id"] for r in candidates.select("candidate_id").collect()}
+        unknown = [i for i in wanted if i not in found]
+    inputs = ranking_inputs(spark, config)
+    queries = candidate_queries(
+        candidates,
+        inputs.jobs,
+        inputs.embeddings_version,
+        inputs.words_and_idf,
+        config.queries,
+        config.run.seed,
+    ).cache()
+    checkpoint = RetrievalCheckpoint(
+        config, table_path(config, "silver", "recommendation_retrieval"), QUARANTINE_SOURCE
+    )
+    scorer = DrmmScorer.of(spark, f"DRMM {champion.version}", champion.model)
+    log.info("recommend: searching %s", inputs.index)
+    ranked = rerank_pipeline(config, inputs, scorer, checkpoint).transform_spark(queries)
+    titles = inputs.jobs.select("job_id", "title")
+    top = ranked.join(titles, "job_id").select(
+        "candidate_id",
+        "rank",
+        "job_id",
+        "title",
+        "score",
+        "bm25",
+        "bm25_rank",
+        F.lit(f"{champion.name} v{champion.version}").alias("model"),
+        F.lit(inputs.index).alias("index"),
+        F.lit(datetime.now(UTC).replace(microsecond=0)).alias("generated_at"),
+    )
+    path = table_path(config, "gold", "recommendations")
+    replace_where = None
+    if candidate_ids is not None and is_delta_table(spark, path):
+        replace_where = (
+            f"candidate_id IN ({', '.join(str(int(i)) for i in sorted(set(candidate_ids)))})"
+        )
+    with arrow_batch(spark, config.histograms.map_queries_per_batch):
+        write_delta(top, path, replace_where=replace_where)
+    written = read_delta(spark, path)
+    if candidate_ids is not None:
+        written = written.where(F.col("candidate_id").isin(sorted(set(candidate_ids))))
+    counts = written.agg(
+        F.count("*").alias("rows"), F.countDistinct("candidate_id").alias("n")
+    ).first()
+    total = queries.count()
+    queries.unpersist()
+    return RecommendReport(
+        candidates=total,
+        unknown_ids=unknown,
+        empty_query=total - checkpoint.searched,
+        search_failed=checkpoint.failed,
+        recommended=int(counts["n"]) if counts else 0,
+        rows=int(counts["rows"]) if counts else 0,
+        model=f"{champion.name} v{champion.version}",
+        index=inputs.index,
+        table=path,
+    )
+
+
+def show_candidate(spark: SparkSession, config: JobrecConfig, candidate_id: int) -> str:
+    """A candidate's past jobs (score, title) and their recommendations, readable."""
+    jobs = read_delta(spark, manifest.current(config, "embeddings")["jobs"]).select(
+        "job_id", "title", "function"
+    )
+    candidate = read_delta(spark, table_path(config, "silver", "candidates")).where(
+        F.col("candidate_id") == candidate_id
+    )
+    past = (
+        candidate.select(F.posexplode("sequence").alias("pos", "e"))
+        .select("pos", F.col("e.job_id").alias("job_id"), F.col("e.score").alias("score"))
+        .join(jobs, "job_id")
+        .orderBy("pos")
+        .collect()
+    )
+    if not past:
+        return f"candidate {candidate_id} is not among the cleaned candidates"
+    recommended = recommendations_of(spark, config, candidate_id).to_dict("records")
+    lines = [f"Candidate {candidate_id}: jobs of interest (score, title)"]
+    lines += [f"  {r['score']:>2}  {r['title']}  [{r['job_id']}]" for r in past]
+    if not recommended:
+        lines.append("  no recommendations yet: run jobs/recommend.py for this candidate")
+        return "\n".join(lines)
+    lines.append(f"Recommended by {recommended[0]['model']} (rank, DRMM score, BM25 rank)")
+    lines += [
+        f"  {r['rank']:>2}. {r['title']}  [{r['job_id']}]  score {r['score']:.3f}, "
+        f"BM25 #{r['bm25_rank']}"
+        for r in recommended
+    ]
+    return "\n".join(lines)
+
+
+def recommendations_of(
+    spark: SparkSession, config: JobrecConfig, candidate_id: int
+) -> pd.DataFrame:
+    """The candidate's rows of gold/recommendations, best first (empty when none)."""
+    path = table_path(config, "gold", "recommendations")
+    if not is_delta_table(spark, path):
+        return pd.DataFrame()
+    rows = read_delta(spark, path).where(F.col("candidate_id") == candidate_id).orderBy("rank")
+    return pd.DataFrame(rows.toPandas())
+
+
+def recommended_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> list[int]:
+    """The first `count` candidates (by id) that have recommendations."""
+    path = table_path(config, "gold", "recommendations")
+    if not is_delta_table(spark, path):
+        return []
+    ids = read_delta(spark, path).select("candidate_id").distinct().orderBy("candidate_id")
+    return [int(row["candidate_id"]) for row in ids.limit(count).collect()]
+
+
+def rank_figure(recommendations: pd.DataFrame) -> Any:
+    """Where each recommended job stood in BM25's 100 and where the re-ranker put it."""
+    deepest = int(recommendations["bm25_rank"].max())
+    title = "Re-ranking: from BM25's rank to the recommended rank"
+    with chart((8, 4.5), title, (deepest + 0.5, 0.5), grid="y") as (figure, axis):
+        for position, row in enumerate(recommendations.itertuples()):
+            axis.plot(
+                [0, 1],
+                [row.bm25_rank, row.rank],
+                color="#4472c4",
+                marker="o",
+                alpha=0.7,
+                label="one recommended job" if position == 0 else None,
+            )
+            axis.annotate(str(row.title)[:40], (1.03, row.rank), fontsize=7, va="center")
+        axis.set_xticks([0, 1], ["BM25 rank", "recommended rank"])
+        axis.set_xlim(-0.1, 1.8)
+    return figure

@@ -1,0 +1,217 @@
+"""Training and evaluation batches streamed from the stored pairs with Petastorm.
+
+`build_pairs` writes `gold/pairs/triples` and `gold/pairs/map_sets` as Delta tables. Their
+current snapshot is a list of Parquet files (:func:`snapshot_files`; the folder also holds
+files of overwritten versions, so it is never read whole). Petastorm's batch reader streams
+those files row group by row group, shuffled and sharded per process; nothing holds the
+dataset in memory, only the row group being read and a shuffle buffer.
+
+Queries have different lengths, so the histogram and IDF columns are ragged lists, which
+Petastorm's batch reader refuses. A transform in the reader turns each into the raw
+bytes of its values; :func:`pad_queries` then decodes a whole batch at once (one `join`, one
+`frombuffer`, one scatter) into padded tensors and a mask. No Python loop runs per query term
+or per bin.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from petastorm import make_batch_reader
+from petastorm.transform import TransformSpec
+from torch.utils.data import DataLoader, IterableDataset
+
+from jobrec_core.features.query_vectors import QueryVectors
+from jobrec_core.models.drmm import DrmmSpec
+from jobrec_core.models.inputs import (
+    QUERY_TERMS,
+    RAGGED_TYPES,
+    Columns,
+    DocumentBatch,
+    TripleBatch,
+    decode_documents,
+    decode_triples,
+    document_columns,
+    to_bytes,
+    triple_columns,
+)
+from jobrec_core.platform.tables import local_path
+from jobrec_core.runtime import quiet_petastorm
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReaderSettings:
+    """How one process streams a table: its shard, the shuffle, and what bounds memory."""
+
+    files: tuple[str, ...]
+    batch_size: int
+    shuffle: bool = False
+    seed: int = 0
+    shard: int = 0
+    shards: int = 1
+    shuffle_buffer_rows: int = 20000
+
+
+# --- columns ----------------------------------------------------------------------------------
+
+
+def _bytes_transform(columns: list[str]) -> TransformSpec:
+    return TransformSpec(
+        to_bytes,
+        edit_fields=[
+            (c, np.bytes_, (), False) for c in columns if c in RAGGED_TYPES or c == QUERY_TERMS
+        ],
+    )
+
+
+# --- decoding ---------------------------------------------------------------------------------
+
+
+# --- streaming --------------------------------------------------------------------------------
+
+
+ROW_GROUPS_PER_SHARD = 4
+
+
+def row_groups(files: Iterable[str]) -> int:
+    """Row groups in Parquet files, from their footers."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(local_path(f)).num_row_groups for f in files)
+
+
+def stream_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Columns]:
+    """This process's shard as column arrays (ragged columns as bytes), one row group at a
+    time.
+
+    With enough row groups (`ROW_GROUPS_PER_SHARD` per process) Petastorm gives each process
+    its own row groups, so each reads only its share. With fewer, whole row groups would
+    leave processes idle or empty, so every process reads all of them and keeps every
+    `shards`-th row."""
+    if not settings.files:
+        return
+    quiet_petastorm()
+    by_row_group = settings.shards > 1 and (
+        row_groups(settings.files) >= ROW_GROUPS_PER_SHARD * settings.shards
+    )
+    by_row = settings.shards > 1 and not by_row_group
+    reader = make_batch_reader(
+        list(settings.files),
+        schema_fields=columns,
+        # The synchronous pool: petastorm 0.13.1's thread pool can end a read before its
+        # first row group under CPU contention (an unsynchronised end-of-work check; seen in 2
+        # of 3 runs on a busy 2-core machine), which would silently train on nothing. The
+        # decoding is vectorised, so the extra threads bought little.
+        reader_pool_type="dummy",
+        shuffle_row_groups=settings.shuffle,
+        seed=settings.seed if settings.shuffle else None,
+        cur_shard=settings.shard if by_row_group else None,
+        shard_count=settings.shards if by_row_group else None,
+        num_epochs=1,
+        transform_spec=_bytes_transform(columns),
+    )
+    try:
+        for group in reader:
+            values = {c: np.asarray(getattr(group, c)) for c in columns}
+            yield _take(values, slice(settings.shard, None, settings.shards)) if by_row else values
+    finally:
+        # Not `with reader`: its exit prints "Cache cleanup complete." to stdout, where jobs
+        # print their results. There is no cache to clean (cache_type "null").
+        reader.stop()
+        reader.join()
+
+
+def rebatch(groups: Iterable[Columns], settings: ReaderSettings) -> Iterator[Columns]:
+    """Row groups -> batches of `batch_size` rows; with `shuffle`, rows are mixed across row
+    groups through a buffer of `shuffle_buffer_rows` (seeded)."""
+    rng = np.random.default_rng(settings.seed)
+    buffered: list[Columns] = []
+    rows = 0
+    threshold = settings.shuffle_buffer_rows if settings.shuffle else settings.batch_size
+    for group in groups:
+        buffered.append(group)
+        rows += _rows(group)
+        if rows >= threshold:
+            pool = _mix(buffered, rng if settings.shuffle else None)
+            usable = (rows // settings.batch_size) * settings.batch_size
+            yield from _slices(pool, 0, usable, settings.batch_size)
+            buffered, rows = [_take(pool, slice(usable, rows))], rows - usable
+    if rows:
+        pool = _mix(buffered, rng if settings.shuffle else None)
+        yield from _slices(pool, 0, rows, settings.batch_size)
+
+
+def _rows(columns: Columns) -> int:
+    return len(next(iter(columns.values())))
+
+
+def _mix(groups: list[Columns], rng: np.random.Generator | None) -> Columns:
+    pool = {c: np.concatenate([g[c] for g in groups]) for c in groups[0]}
+    if rng is None:
+        return pool
+    return _take(pool, rng.permutation(_rows(pool)))
+
+
+def _take(columns: Columns, index: slice | np.ndarray) -> Columns:
+    return {c: values[index] for c, values in columns.items()}
+
+
+def _slices(pool: Columns, start: int, stop: int, size: int) -> Iterator[Columns]:
+    for low in range(start, stop, size):
+        yield _take(pool, slice(low, min(low + size, stop)))
+
+
+class _Stream(IterableDataset):
+    """One table's rows of one shard as decoded batches, for `torch.utils.data.DataLoader`."""
+
+    def __init__(
+        self, settings: ReaderSettings, spec: DrmmSpec, vectors: QueryVectors | None = None
+    ) -> None:
+        super().__init__()
+        if (spec.gating == "embedding") != (vectors is not None):
+            raise ValueError("embedding gating needs the query vectors, IDF gating none")
+        self.settings = settings
+        self.spec = spec
+        self.vectors = vectors
+
+    def columns(self) -> list[str]:
+        raise NotImplementedError
+
+    def decode(self, columns: Columns) -> Any:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Any]:
+        for batch in rebatch(stream_columns(self.settings, self.columns()), self.settings):
+            yield self.decode(batch)
+
+
+class TripleStream(_Stream):
+    """Triples (shuffled when the settings say so)."""
+
+    def columns(self) -> list[str]:
+        return triple_columns(self.spec)
+
+    def decode(self, columns: Columns) -> TripleBatch:
+        return decode_triples(columns, self.spec, self.vectors)
+
+
+class DocumentStream(_Stream):
+    """MAP-set rows, in stored order for evaluation."""
+
+    def columns(self) -> list[str]:
+        return document_columns(self.spec)
+
+    def decode(self, columns: Columns) -> DocumentBatch:
+        return decode_documents(columns, self.spec, self.vectors)
+
+
+def loader(stream: IterableDataset) -> DataLoader:
+    """A DataLoader over already-batched items: batching, shuffling and sharding happen in
+    the stream (Petastorm shards by row group), so the loader adds none of its own."""
+    return DataLoader(stream, batch_size=None, num_workers=0)

@@ -1,0 +1,317 @@
+"""Stage 4 on the driver: inputs from the manifest, one MLflow run, a launcher, the registry.
+
+`jobs/train_drmm.py` calls :func:`run_training`. It
+
+1. resolves the exact inputs: the current Delta snapshot files of `gold/pairs/triples` and
+   `gold/pairs/map_sets` per split, and the embeddings/index/pairs versions of the manifest;
+2. derives a training key from everything that changes the result (model and training
+   settings, the pairs' config hash and table version, the seed). Checkpoints live under it,
+   so rerunning a killed job resumes it, in the same MLflow run;
+3. launches `training.train_worker` with the configured launcher: Spark's `TorchDistributor`
+   (`distributor`), a plain `torchrun` subprocess (`torchrun`), or this process (`single`);
+4. logs the learning curve and the model (pyfunc with signature and input example), registers
+   it, and records it in the manifest as `model` for `jobs/promote_model.py`.
+
+A failure anywhere ends the MLflow run as FAILED and registers nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import subprocess
+from dataclasses import asdict, dataclass, fields, replace
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.models.drmm import DrmmSpec
+from jobrec_core.models.model_io import load_model
+from jobrec_core.models.registry import model_entry
+from jobrec_core.platform import manifest
+from jobrec_core.platform.plots import chart
+from jobrec_core.platform.tables import delta_version, local_path, read_delta, snapshot_files
+from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
+from jobrec_core.training.worker import result_file, torchrun_command, train_worker, write_plan
+
+log = logging.getLogger(__name__)
+
+RUN_ID_FILE = "mlflow_run_id"
+COMPLETE_FILE = "COMPLETE"
+
+
+@dataclass(frozen=True)
+class TrainingInputs:
+    triples: str
+    map_sets: str
+    files: dict[str, list[str]]  # split -> Parquet file URLs of the current snapshot
+    versions: dict[str, str]  # what the model was trained on, as MLflow tags
+    vectors_file: str  # the word vectors of that embeddings version (embedding gating)
+
+    def file_counts(self) -> dict[str, int]:
+        return {split: len(files) for split, files in self.files.items()}
+
+
+@dataclass(frozen=True)
+class TrainingOutcome:
+    run_id: str
+    model_name: str
+    version: str | None
+    result: TrainResult
+    checkpoint_dir: str
+
+    def format(self) -> str:
+        lines = [
+            f"{'phase':>5}{'epoch':>6}{'loss':>9}{'train acc':>11}{'dev acc':>9}{'dev MAP':>9}"
+        ]
+        lines += [
+            f"{r.phase:>5}{r.epoch:>6}{r.train_loss:>9.4f}{r.train_accuracy:>11.4f}"
+            f"{r.dev_accuracy:>9.4f}{r.dev_map:>9.4f}"
+            for r in self.result.history
+        ]
+        for phase, reason in sorted(self.result.stop_reasons.items()):
+            lines.append(f"phase {phase} stopped: {reason}")
+        if self.result.resumed_from:
+            lines.append(f"resumed from {self.result.resumed_from}")
+        lines.append(
+            f"MLflow run {self.run_id}; registered {self.model_name} version {self.version}"
+        )
+        return "\n".join(lines)
+
+
+def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs:
+    pairs = manifest.current(config, "pairs")
+    triples, map_sets = str(pairs["triples"]), str(pairs["map_sets"])
+    files = {split: snapshot_files(spark, triples, split) for split in ("train", "dev", "test")} | {
+        split: snapshot_files(spark, map_sets, split) for split in ("map_dev", "map_test")
+    }
+    if not files["train"]:
+        raise RuntimeError(
+            f"{triples} has no training triples: run jobs/build_pairs.py first "
+            f"(or check pairs.train in conf/)"
+        )
+    versions = {
+        "embeddings_version": str(pairs["embeddings"]),
+        "index": str(pairs["index"]),
+        "pairs_config_hash": str(pairs["config_hash"]),
+        "triples_table_version": str(delta_version(spark, triples)),
+        "map_sets_table_version": str(delta_version(spark, map_sets)),
+        "dataset": config.data.preset,
+    }
+    embeddings = manifest.current(config, "embeddings")
+    if embeddings["version"] != pairs["embeddings"]:
+        raise RuntimeError(
+            f"the pairs were built with embeddings {pairs['embeddings']} but the manifest's "
+            f"current embeddings are {embeddings['version']}: rerun jobs/build_pairs.py"
+        )
+    return TrainingInputs(triples, map_sets, files, versions, local_path(embeddings["vectors"]))
+
+
+def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -> str:
+    """What changes the trained weights; not how many processes or which launcher."""
+    settings = config.training.model_dump(
+        include={
+            "max_epochs",
+            "early_stop_delta",
+            "optimizer",
+            "learning_rate",
+            "batch_size",
+            "hinge_margin",
+            "shuffle_buffer_rows",
+        }
+    )
+    material = json.dumps(
+        {
+            "spec": spec.to_dict(),
+            "training": settings,
+            "data": inputs.versions,
+            "seed": config.run.seed,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()[:12]
+
+
+def make_plan(
+    config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs, checkpoint_dir: str
+) -> TrainPlan:
+    """The plan of one training: the files, and every `training.*` setting TrainPlan has a
+    field for, by name."""
+    settings = {
+        plan_field.name: getattr(config.training, plan_field.name)
+        for plan_field in fields(TrainPlan)
+        if plan_field.name in type(config.training).model_fields
+    }
+    return TrainPlan(
+        spec=spec.to_dict(),
+        train_files=inputs.files["train"],
+        dev_files=inputs.files["dev"],
+        map_dev_files=inputs.files["map_dev"],
+        checkpoint_dir=checkpoint_dir,
+        seed=config.run.seed,
+        k=config.evaluation.k,
+        vectors_file=inputs.vectors_file,
+        **settings,
+    )
+
+
+def train_on_files(
+    spark: SparkSession, config: JobrecConfig, train_files: list[str], triples: int
+) -> tuple[float, float, int]:
+    """The configured DRMM trained from scratch on `train_files` (a learning-curve sample of
+    `triples` triples), selected on the usual dev split: (dev accuracy, dev MAP, epochs) of
+    its last epoch. Checkpoints go to `models/learning_curve/<triples>`, emptied first."""
+    inputs = training_inputs(spark, config)
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    directory = Path(
+        local_path(config.path(f"{config.data.preset}/models/learning_curve/{triples}"))
+    )
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    plan = replace(make_plan(config, spec, inputs, str(directory)), train_files=train_files)
+    result = launch(spark, config, plan)
+    last = result.history[-1]
+    return last.dev_accuracy, last.dev_map, len(result.history)
+
+
+def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainResult:
+    """Run `train_worker` under the configured launcher; returns rank 0's result."""
+    training = config.training
+    if training.launcher == "single":
+        return TrainResult.from_dict(train_worker(plan))
+    if training.launcher == "torchrun":
+        return _torchrun(plan, training.num_processes)
+    from pyspark.ml.torch.distributor import TorchDistributor
+
+    local_mode = (spark.sparkContext.master or "").startswith("local")
+    distributor = TorchDistributor(
+        num_processes=training.num_processes, local_mode=local_mode, use_gpu=training.use_gpu
+    )
+    log.info(
+        "TorchDistributor: %d processes (%s, %s)",
+        training.num_processes,
+        "GPU" if training.use_gpu else "CPU",
+        "on the driver" if local_mode else "on the executors",
+    )
+    output = distributor.run(train_worker, asdict(plan))
+    if output is None:
+        raise RuntimeError("TorchDistributor returned no result from rank 0")
+    return TrainResult.from_dict(output)
+
+
+def _torchrun(plan: TrainPlan, processes: int) -> TrainResult:
+    plan_path = write_plan(plan, Path(plan.checkpoint_dir))
+    command = torchrun_command(plan_path, processes)
+    log.info("torchrun: %s", " ".join(command))
+    subprocess.run(command, check=True)
+    return TrainResult.from_dict(json.loads(result_file(plan_path).read_text(encoding="utf-8")))
+
+
+def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False) -> TrainingOutcome:
+    """See the module docstring."""
+    import mlflow
+
+    from jobrec_core.models.registry import input_example, log_drmm
+    from jobrec_core.platform.tracking import configure_mlflow
+
+    inputs = training_inputs(spark, config)
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    key = training_key(config, spec, inputs)
+    checkpoint_dir = Path(
+        local_path(
+            config.path(
+                f"{config.data.preset}/models/checkpoints/drmm-{config.model.version}-{key}"
+            )
+        )
+    )
+    if fresh or (checkpoint_dir / COMPLETE_FILE).exists():
+        shutil.rmtree(checkpoint_dir, ignore_errors=True)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    configure_mlflow(config)
+    run_id_file = checkpoint_dir / RUN_ID_FILE
+    resume_run = run_id_file.read_text().strip() if run_id_file.exists() else None
+    log.info(
+        "train_drmm %s: files per split %s, checkpoints in %s",
+        config.model.version,
+        inputs.file_counts(),
+        checkpoint_dir,
+    )
+    with mlflow.start_run(
+        run_id=resume_run, run_name=None if resume_run else f"train_drmm {config.model.version}"
+    ) as run:
+        run_id_file.write_text(run.info.run_id)
+        if resume_run is None:
+            mlflow.set_tags(
+                {
+                    "stage": "train_drmm",
+                    "model_version_config": config.model.version,
+                    "training_key": key,
+                    **inputs.versions,
+                }
+            )
+            mlflow.log_params(_flat("model", config.model.model_dump(exclude={"versions"})))
+            mlflow.log_params(_flat("spec", spec.to_dict()))
+            mlflow.log_params(_flat("training", config.training.model_dump()))
+            mlflow.log_dict(manifest.read_manifest(config), "manifest.json")
+        plan = make_plan(config, spec, inputs, str(checkpoint_dir))
+        plan = replace(plan, tracking_uri=mlflow.get_tracking_uri(), run_id=run.info.run_id)
+        result = launch(spark, config, plan)
+        mlflow.log_figure(learning_curve(result.history), "learning_curve.png")
+        mlflow.log_dict(result.to_dict(), "training_result.json")
+        model = load_model(result.model_file)
+        example = input_example(
+            read_delta(spark, inputs.map_sets).where("split = 'map_dev'").limit(2).toPandas(), model
+        )
+        version = log_drmm(model, Path(result.model_file), example, config.mlflow.model_name)
+        (checkpoint_dir / COMPLETE_FILE).write_text(run.info.run_id)
+    entry = {
+        "name": config.mlflow.model_name,
+        "version": version,
+        "run_id": run.info.run_id,
+        "training_key": key,
+        **inputs.versions,
+    }
+    # `model`: the last one trained, for promotion; `model_<v>`: the last of each
+    # configuration, for the evaluation's side-by-side table.
+    manifest.record(config, "model", entry)
+    manifest.record(config, model_entry(config.model.version), entry)
+    return TrainingOutcome(
+        run.info.run_id, config.mlflow.model_name, version, result, str(checkpoint_dir)
+    )
+
+
+def learning_curve(history: list[EpochRecord]) -> Any:
+    """Train accuracy, dev accuracy and dev MAP per epoch (phases one after the other)."""
+    with chart((7, 4), "DRMM learning curve", (0, 1)) as (figure, axis):
+        steps = list(range(1, len(history) + 1))
+        for key, label in (
+            ("train_accuracy", "train accuracy"),
+            ("dev_accuracy", "dev accuracy"),
+            ("dev_map", "dev MAP"),
+        ):
+            axis.plot(steps, [getattr(r, key) for r in history], marker="o", label=label)
+        for position, (before, after) in enumerate(pairwise(history), start=1):
+            if after.phase != before.phase:
+                axis.axvline(position + 0.5, color="grey", linestyle="--", linewidth=1)
+        axis.set_xlabel("epoch")
+    return figure
+
+
+def _flat(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
+    return {
+        f"{prefix}.{k}": json.dumps(v) if isinstance(v, (list, dict, tuple)) else v
+        for k, v in values.items()
+    }
+
+
+def held_out_files(spark: SparkSession, config: JobrecConfig) -> tuple[list[str], list[str]]:
+    """The test split the promotion gate scores models on."""
+    pairs = manifest.current(config, "pairs")
+    return snapshot_files(spark, str(pairs["triples"]), "test"), snapshot_files(
+        spark, str(pairs["map_sets"]), "map_test"
+    )

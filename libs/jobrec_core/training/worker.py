@@ -1,0 +1,363 @@
+"""DRMM training: one worker function, run by any launcher (docs/TRAINING.md).
+
+:func:`train_worker` is what every process runs. It reads its rank from the environment
+torchrun sets (`RANK`, `WORLD_SIZE`, `LOCAL_RANK`), so the same function runs under Spark's
+`TorchDistributor` (CPU processes with gloo, or one process per GPU with NCCL), under a plain
+`torchrun` (`python -m jobrec_core.training.worker PLAN.json`), or alone in the calling process.
+Everything it needs is in a :class:`TrainPlan`: plain values, so it pickles and serialises to
+JSON for any launcher.
+
+Per epoch: each process streams its shard of the training triples (`jobrec_core.training.batches`),
+DDP averages the gradients (`join()` lets shards of unequal size finish together), rank 0
+measures dev accuracy and dev MAP and writes a checkpoint; every process then reads the same
+early-stopping decision. Seeds depend on (seed, phase, epoch, rank) alone, so a run resumed
+from its checkpoint continues exactly as the uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+from jobrec_core.features.query_vectors import QueryVectors
+from jobrec_core.models.drmm import Drmm, DrmmInputs, DrmmSpec, hinge_loss, phases, set_phase
+from jobrec_core.models.model_io import FINAL_MODEL, save_model
+from jobrec_core.training.batches import (
+    ReaderSettings,
+    TripleStream,
+    loader,
+)
+from jobrec_core.training.checkpoints import Checkpoints
+from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
+from jobrec_core.training.scoring import evaluate
+
+log = logging.getLogger(__name__)
+
+
+def should_stop(dev_accuracies: list[float], delta: float) -> bool:
+    """The paper's rule: stop once dev accuracy moved less than `delta` since the last epoch."""
+    return len(dev_accuracies) >= 2 and abs(dev_accuracies[-1] - dev_accuracies[-2]) < delta
+
+
+# --- scoring (also used by promotion and evaluation) ------------------------------------------
+
+
+# --- the worker -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Process:
+    rank: int
+    world: int
+    local_rank: int
+    device: torch.device
+
+    @property
+    def leader(self) -> bool:
+        return self.rank == 0
+
+
+def _process(use_gpu: bool) -> _Process:
+    rank = int(os.environ.get("RANK", "0"))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if use_gpu:
+        if not torch.cuda.is_available():
+            raise RuntimeError("training.use_gpu is true but torch sees no CUDA device")
+        torch.cuda.set_device(local_rank)
+        device = torch.device("cuda", local_rank)
+    else:
+        device = torch.device("cpu")
+        local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world)))
+    if world > 1 and not dist.is_initialized():
+        dist.init_process_group("nccl" if use_gpu else "gloo")
+    return _Process(rank, world, local_rank, device)
+
+
+def train_worker(plan: TrainPlan | dict[str, Any]) -> dict[str, Any]:
+    """Train as one process of `WORLD_SIZE`; returns `TrainResult.to_dict()` (on every rank).
+
+    A plain function of plain values, so `TorchDistributor.run` can pickle it."""
+    if isinstance(plan, dict):
+        plan = TrainPlan(**plan)
+    from jobrec_core.runtime import setup_logging
+
+    process = _process(plan.use_gpu)
+    setup_logging()  # after the process group: initialising it resets the warning filters
+    try:
+        return _train(plan, process).to_dict()
+    finally:
+        if process.world > 1 and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+def _train(plan: TrainPlan, process: _Process) -> TrainResult:
+    spec = DrmmSpec.from_dict(plan.spec)
+    torch.manual_seed(plan.seed)
+    model = Drmm(spec).to(process.device)
+    if spec.gating == "embedding":
+        if plan.vectors_file is None:
+            raise ValueError("embedding gating needs the plan's vectors_file")
+        model.query_vectors = QueryVectors.from_keyed_vectors(plan.vectors_file)
+    checkpoints = Checkpoints(Path(plan.checkpoint_dir))
+    state = checkpoints.latest()
+    history: list[EpochRecord] = []
+    stop_reasons: dict[int, str] = {}
+    start_phase, start_epoch, optimizer_state = 1, 1, None
+    resumed_from = None
+    if state is not None:
+        model.load_state_dict(state["model"])
+        history = [EpochRecord(**r) for r in state["history"]]
+        stop_reasons = {int(k): v for k, v in state["stop_reasons"].items()}
+        start_phase, start_epoch = state["next_phase"], state["next_epoch"]
+        optimizer_state = state["optimizer"] if start_epoch > 1 else None
+        resumed_from = state["file"]
+        if process.leader:
+            log.info("resuming from %s: phase %d, epoch %d", resumed_from, start_phase, start_epoch)
+    tracker = _Tracker(plan) if process.leader else None
+    for phase in phases(spec):
+        if phase < start_phase:
+            continue
+        set_phase(model, phase)
+        optimizer = _optimizer(plan, model)
+        if optimizer_state is not None and phase == start_phase:
+            optimizer.load_state_dict(optimizer_state)
+        wrapped = _distributed(model, process)
+        first = start_epoch if phase == start_phase else 1
+        for epoch in range(first, plan.max_epochs + 1):
+            record = _epoch(plan, model, wrapped, optimizer, process, phase, epoch)
+            history.append(record)
+            accuracies = [r.dev_accuracy for r in history if r.phase == phase]
+            stop = should_stop(accuracies, plan.early_stop_delta)
+            if stop:
+                stop_reasons[phase] = (
+                    f"dev accuracy moved {abs(accuracies[-1] - accuracies[-2]):.4f} "
+                    f"< {plan.early_stop_delta} after epoch {epoch}"
+                )
+            elif epoch == plan.max_epochs:
+                stop_reasons[phase] = f"max_epochs ({plan.max_epochs}) reached"
+            if process.leader:
+                assert tracker is not None
+                tracker.log_epoch(record, len(history))
+                next_phase, next_epoch = (
+                    (phase + 1, 1)
+                    if stop or epoch == plan.max_epochs
+                    else (
+                        phase,
+                        epoch + 1,
+                    )
+                )
+                checkpoints.save(
+                    model, optimizer, history, stop_reasons, next_phase, next_epoch, phase, epoch
+                )
+            _barrier(process)
+            if stop:
+                break
+    model_file = Path(plan.checkpoint_dir) / FINAL_MODEL
+    if process.leader:
+        save_model(model, model_file)
+    _barrier(process)
+    return TrainResult(history, str(model_file), process.world, resumed_from, stop_reasons)
+
+
+def _epoch(
+    plan: TrainPlan,
+    model: Drmm,
+    wrapped: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    process: _Process,
+    phase: int,
+    epoch: int,
+) -> EpochRecord:
+    started = time.perf_counter()
+    epoch_seed = plan.seed + 1_000 * phase + epoch
+    torch.manual_seed(epoch_seed * 7_919 + process.rank)  # dropout masks
+    settings = ReaderSettings(
+        files=tuple(plan.train_files),
+        batch_size=plan.batch_size,
+        shuffle=True,
+        seed=epoch_seed,
+        shard=process.rank,
+        shards=process.world,
+        shuffle_buffer_rows=plan.shuffle_buffer_rows,
+    )
+    totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, triples
+    wrapped.train()
+    joined = wrapped.join() if isinstance(wrapped, nn.parallel.DistributedDataParallel) else None
+    with joined or nullcontext():
+        for batch in loader(TripleStream(settings, model.spec, model.query_vectors)):
+            both = DrmmInputs.concat(batch.positive, batch.negative).to(process.device)
+            scores = wrapped(*both.tensors())
+            positive, negative = scores[: len(batch)], scores[len(batch) :]
+            loss = hinge_loss(positive, negative, plan.hinge_margin)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            totals += torch.tensor(
+                [
+                    float(loss.detach()) * len(batch),
+                    float((positive > negative).sum()),
+                    float(len(batch)),
+                ],
+                dtype=torch.float64,
+            )
+    if process.world > 1:
+        dist.all_reduce(totals)
+    train_seconds = time.perf_counter() - started
+    loss_sum, correct, triples = (float(v) for v in totals)
+    dev = torch.zeros(2, dtype=torch.float64)
+    if process.leader:
+        measured = evaluate(
+            model, plan.dev_files, plan.map_dev_files, plan.eval_batch_size, plan.k, process.device
+        )
+        dev = torch.tensor([measured["accuracy"], measured["map"]], dtype=torch.float64)
+    if process.world > 1:
+        dist.broadcast(dev, src=0)
+    record = EpochRecord(
+        phase=phase,
+        epoch=epoch,
+        train_loss=loss_sum / max(triples, 1.0),
+        train_accuracy=correct / max(triples, 1.0),
+        dev_accuracy=float(dev[0]),
+        dev_map=float(dev[1]),
+        triples=int(triples),
+        seconds=time.perf_counter() - started,
+        train_seconds=train_seconds,
+    )
+    if process.leader:
+        log.info(
+            "phase %d epoch %d: loss %.4f, train accuracy %.4f, dev accuracy %.4f, dev MAP "
+            "%.4f (%d triples, %.1f s, %.0f triples/s)",
+            phase,
+            epoch,
+            record.train_loss,
+            record.train_accuracy,
+            record.dev_accuracy,
+            record.dev_map,
+            record.triples,
+            record.seconds,
+            record.triples / max(record.train_seconds, 1e-9),
+        )
+    return record
+
+
+def _optimizer(plan: TrainPlan, model: nn.Module) -> torch.optim.Optimizer:
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    if plan.optimizer == "adam":
+        return torch.optim.Adam(trainable, lr=plan.learning_rate)
+    if plan.optimizer == "adagrad":
+        return torch.optim.Adagrad(trainable, lr=plan.learning_rate)
+    return torch.optim.SGD(trainable, lr=plan.learning_rate)
+
+
+def _distributed(model: Drmm, process: _Process) -> nn.Module:
+    """DDP over the parameters this phase trains (built after `set_phase`, since DDP fixes
+    its parameter set when it is constructed)."""
+    if process.world == 1:
+        return model
+    device_ids = [process.local_rank] if process.device.type == "cuda" else None
+    return nn.parallel.DistributedDataParallel(model, device_ids=device_ids)
+
+
+def _barrier(process: _Process) -> None:
+    if process.world > 1:
+        dist.barrier()
+
+
+# --- checkpoints and the saved model ----------------------------------------------------------
+
+
+# --- live tracking from rank 0 ----------------------------------------------------------------
+
+
+class _Tracker:
+    """Per-epoch metrics to the MLflow run the driver opened (when the plan names one)."""
+
+    def __init__(self, plan: TrainPlan) -> None:
+        self.client = None
+        self.run_id = plan.run_id
+        if plan.tracking_uri and plan.run_id:
+            from mlflow.tracking import MlflowClient
+
+            self.client = MlflowClient(tracking_uri=plan.tracking_uri)
+
+    def log_epoch(self, record: EpochRecord, step: int) -> None:
+        if self.client is None or self.run_id is None:
+            return
+        from mlflow.entities import Metric
+
+        now = int(time.time() * 1000)
+        values = {
+            "train_loss": record.train_loss,
+            "train_accuracy": record.train_accuracy,
+            "dev_accuracy": record.dev_accuracy,
+            "dev_map": record.dev_map,
+            "triples_per_s": record.triples / max(record.train_seconds, 1e-9),
+        }
+        try:
+            self.client.log_batch(
+                self.run_id, metrics=[Metric(k, float(v), now, step) for k, v in values.items()]
+            )
+        except Exception as error:  # tracking must never stop training
+            log.warning("could not log epoch %d to MLflow: %s", step, error)
+
+
+# --- plain torchrun -----------------------------------------------------------------------------
+
+
+def write_plan(plan: TrainPlan, directory: Path) -> Path:
+    """`directory/plan.json` for a torchrun launch; any result of an earlier launch goes."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "plan.json"
+    path.write_text(json.dumps(asdict(plan), indent=2), encoding="utf-8")
+    result_file(path).unlink(missing_ok=True)
+    return path
+
+
+def result_file(plan_path: Path) -> Path:
+    return plan_path.with_name("result.json")
+
+
+def torchrun_command(plan_path: Path, processes: int) -> list[str]:
+    """The plain torchrun launch of this module on one machine."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc_per_node={processes}",
+        "-m",
+        "jobrec_core.training.worker",
+        str(plan_path),
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`torchrun --nproc_per_node N -m jobrec_core.training.worker PLAN.json`: rank 0 writes the
+    result next to the plan."""
+    arguments = sys.argv[1:] if argv is None else argv
+    if len(arguments) != 1:
+        print("usage: torchrun [options] -m jobrec_core.training.worker PLAN.json", file=sys.stderr)
+        return 2
+    path = Path(arguments[0])
+    plan = TrainPlan(**json.loads(path.read_text(encoding="utf-8")))
+    result = train_worker(plan)
+    if int(os.environ.get("RANK", "0")) == 0:
+        result_file(path).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,135 @@
+"""Stage 1 on real Spark: tokenisation, embeddings, the WMD filter and the funnel."""
+
+import numpy as np
+import pytest
+from delta.tables import DeltaTable
+from gensim.models import KeyedVectors
+from pyspark.sql import functions as F
+
+from jobrec_core.cleaning.stage import clean_candidates, run_cleaning
+from jobrec_core.embeddings.stage import build_embeddings
+from jobrec_core.platform.manifest import current
+from jobrec_core.platform.tables import delta_version, read_delta, table_path
+from jobrec_core.text.tokens import (
+    JOB_TEXT_FIELDS,
+    clean_tokens,
+    load_stopwords,
+    tokenize_jobs,
+    tokens_column,
+)
+
+pytestmark = pytest.mark.integration
+
+
+def test_spark_tokens_equal_python_tokens(spark, tiny):
+    config, _, _ = tiny
+    stopwords = load_stopwords()
+    jobs = read_delta(spark, table_path(config, "bronze", "jobs")).orderBy("job_id").limit(400)
+    for row in tokenize_jobs(jobs, stopwords).collect():
+        for field in JOB_TEXT_FIELDS:
+            text = " ".join(row[field]) if field == "keywords" else row[field]
+            assert row[tokens_column(field)] == clean_tokens(text, stopwords), (row.job_id, field)
+
+
+def test_embeddings_are_versioned_and_reproducible(spark, tiny, tiny_embeddings):
+    config, _, _ = tiny
+    assert current(config, "embeddings")["version"] == tiny_embeddings.version.name
+    first = KeyedVectors.load(tiny_embeddings.version.vectors_file, mmap="r")
+    assert first.vector_size == config.embeddings.vector_size
+    again = build_embeddings(spark, config)
+    assert again.version == tiny_embeddings.version
+    second = KeyedVectors.load(again.version.vectors_file)
+    assert first.index_to_key == second.index_to_key
+    assert np.array_equal(np.asarray(first.vectors), second.vectors)
+
+
+def test_idf_is_log_n_over_df(spark, tiny, tiny_embeddings):
+    config, _, _ = tiny
+    jobs = read_delta(spark, table_path(config, "silver", "jobs"))
+    total = jobs.count()
+    idf = {
+        r.term: (r.df, r.idf)
+        for r in read_delta(spark, tiny_embeddings.version.idf_table).collect()
+    }
+    words = F.array_distinct(F.concat(*[tokens_column(f) for f in JOB_TEXT_FIELDS]))
+    for term in ("nurse", "software", "manager"):
+        df = jobs.where(F.array_contains(words, term)).count()
+        assert idf[term] == (df, pytest.approx(np.log(total / df)))
+
+
+@pytest.fixture
+def controlled(tmp_path, spark):
+    """Four jobs whose words have chosen vectors: three about nursing, one about welding."""
+    keyed = KeyedVectors(3)
+    words = ["nurse", "patient", "care", "welder", "steel"]
+    vectors = [[1, 0, 0], [0.9, 0.1, 0], [0.95, 0, 0.05], [0, 1, 0], [0, 0.9, 0.1]]
+    keyed.add_vectors(words, np.array(vectors, dtype=np.float32))
+    path = str(tmp_path / "vectors.kv")
+    keyed.save(path, sep_limit=0)
+    ids = keyed.key_to_index
+    documents = spark.createDataFrame(
+        [
+            (1, [ids["nurse"], ids["care"]]),
+            (2, [ids["patient"], ids["nurse"]]),
+            (3, [ids["care"], ids["patient"]]),
+            (4, [ids["welder"], ids["steel"]]),
+        ],
+        "job_id INT, word_ids ARRAY<INT>",
+    )
+    candidates = spark.createDataFrame(
+        [
+            (100, [(1, 5), (2, 3), (3, 4), (4, 2)]),  # the welding job is noise
+            (101, [(1, 4), (2, 4), (4, 1)]),  # two jobs left after the filter
+            (102, [(1, 2), (2, 3), (3, 3)]),  # no score of 4 or more
+            (103, [(1, 5), (2, 5), (3, 1)]),  # tie on the top score
+        ],
+        "candidate_id BIGINT, sequence ARRAY<STRUCT<job_id: INT, score: INT>>",
+    )
+    return path, documents, candidates
+
+
+@pytest.mark.parametrize("prune", [True, False])
+def test_wmd_filter_drops_the_unrelated_job(spark, tiny, controlled, prune):
+    config, _, _ = tiny
+    path, documents, candidates = controlled
+    rules = config.cleaning.model_copy(update={"wmd_similarity_threshold": 0.6})
+    outputs = clean_candidates(spark, candidates, documents, path, rules, prune, partitions=2)
+    cleaned = {r.candidate_id: r for r in outputs.candidates.collect()}
+    assert sorted(cleaned) == [100, 103]
+    assert [(e.job_id, e.score) for e in cleaned[100].sequence] == [(1, 5), (2, 3), (3, 4)]
+    assert cleaned[100].positive_job_id == 1
+    assert cleaned[103].positive_job_id == 2  # the most recent of the top scores
+    decisions = {(r.candidate_id, r.job_id): r.decision for r in outputs.similarities.collect()}
+    assert decisions[(100, 4)] == decisions[(101, 4)] == "drop"
+    assert decisions[(100, 1)] == "keep"
+
+
+def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embeddings):
+    config, _, _ = tiny
+    bronze = table_path(config, "bronze", "candidates")
+    table = DeltaTable.forPath(spark, bronze)
+    before = delta_version(spark, bronze)
+    count = read_delta(spark, bronze).count()
+    stray = spark.createDataFrame(
+        [(999_999_999, [(1, 5), (2_000_000, 4), (3, 4)])],
+        "candidate_id BIGINT, sequence ARRAY<STRUCT<job_id: INT, score: INT>>",
+    )
+    stray.write.format("delta").mode("append").save(bronze)  # the jobs table changed since
+    try:
+        funnel = run_cleaning(spark, config)
+    finally:
+        table.restoreToVersion(before)
+    quarantine = read_delta(spark, table_path(config, "bronze", "quarantine"))
+    rows = quarantine.where("source = 'clean_candidates'").collect()
+    assert [(r.reason, r.detail) for r in rows] == [
+        ("unknown_job_id", "job 2000000 is not in the jobs table")
+    ]
+    assert funnel.quarantined_unknown_jobs == 1
+    assert funnel.candidates == count + 1
+    assert funnel.after_wmd_and_rules <= funnel.after_rules < funnel.candidates
+    assert funnel.exact_pairs == funnel.distinct_pairs <= funnel.pairs  # no pruning by default
+    silver = read_delta(spark, table_path(config, "silver", "candidates")).collect()
+    assert len(silver) == funnel.after_wmd_and_rules
+    for row in silver:
+        assert len(row.sequence) >= config.cleaning.min_jobs
+        assert row.positive_job_id in {e.job_id for e in row.sequence}

@@ -1,0 +1,219 @@
+"""Stage 3 on the tiny preset: queries, retrieval from the real index, triples, MAP sets."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gensim.models import KeyedVectors
+from pyspark.sql import functions as F
+
+from jobrec_core.config import load_config
+from jobrec_core.pairs.splits import assign_splits, split_sizes
+from jobrec_core.pairs.stage import QUARANTINE_SOURCE, run_build_pairs
+from jobrec_core.platform.manifest import current
+from jobrec_core.platform.tables import local_path, read_delta, table_path
+from jobrec_core.search.bm25 import quarantine_failed_searches, retrieve
+from jobrec_core.search.connection import make_client, resolve_connection
+from jobrec_core.text.wmd import unit_vectors
+from tests.helpers import reference_histogram
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def built(tiny, tiny_pairs):
+    return tiny[0], tiny_pairs
+
+
+def tables(spark, config):
+    entry = current(config, "pairs")
+    return (
+        read_delta(spark, entry["triples"]),
+        read_delta(spark, entry["map_sets"]),
+        read_delta(spark, entry["retrieval"]),
+    )
+
+
+def test_funnel_and_manifest(spark, built):
+    config, funnel = built
+    assert funnel.outcomes["kept"] > 0
+    assert (
+        funnel.candidates
+        == sum(funnel.outcomes.values()) + funnel.empty_query + funnel.search_failed
+    )
+    entry = current(config, "pairs")
+    assert entry["index"].startswith("jobs_v")
+    assert entry["embeddings"] == current(config, "embeddings")["version"]
+    assert entry["bins"] == config.histograms.bins
+    triples, map_sets, _ = tables(spark, config)
+    assert triples.count() == sum(funnel.splits[s] for s in ("train", "dev", "test"))
+    assert map_sets.count() == sum(funnel.map_rows.values())
+
+
+def test_positive_is_in_the_top_100_and_negative_is_not_an_own_job(spark, built):
+    config, _ = built
+    triples, _, retrieval = tables(spark, config)
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    rows = (
+        triples.join(retrieval, "candidate_id")
+        .join(candidates.select("candidate_id", "sequence"), "candidate_id")
+        .collect()
+    )
+    assert rows
+    for row in rows:
+        full = {h.job_id: h.score for h in row.full_hits}
+        assert len(full) <= config.retrieval.top_k
+        assert full[row.pos_job_id] == pytest.approx(row.pos_bm25)
+        negatives = {h.job_id: h.score for h in row.negative_hits}
+        assert negatives[row.neg_job_id] == pytest.approx(row.neg_bm25)
+        assert row.neg_job_id not in {e.job_id for e in row.sequence}
+        assert len(row.query_terms) <= config.queries.max_terms
+        assert len(row.pos_hist) == len(row.query_terms) * (config.histograms.bins + 1)
+
+
+def test_candidates_whose_positive_was_not_retrieved_are_dropped(spark, built):
+    config, funnel = built
+    triples, map_sets, retrieval = tables(spark, config)
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    missed = (
+        retrieval.join(candidates, "candidate_id")
+        .where(~F.exists("full_hits", lambda h: h["job_id"] == F.col("positive_job_id")))
+        .select("candidate_id")
+    )
+    assert missed.count() == funnel.outcomes.get("positive_not_retrieved", 0)
+    used = triples.select("candidate_id").union(map_sets.select("candidate_id"))
+    assert used.join(missed, "candidate_id").count() == 0
+
+
+def test_histograms_equal_a_direct_computation(spark, built):
+    config, _ = built
+    triples, _, _ = tables(spark, config)
+    embeddings = current(config, "embeddings")
+    keyed = KeyedVectors.load(local_path(embeddings["vectors"]), mmap="r")
+    jobs = read_delta(spark, embeddings["jobs"])
+    fields = config.histograms.doc_fields
+    documents = {
+        r.job_id: r.doc
+        for r in jobs.select(
+            "job_id",
+            F.slice(
+                F.concat(*[F.col(f"{f}_tokens") for f in fields]),
+                1,
+                config.histograms.doc_max_terms,
+            ).alias("doc"),
+        ).collect()
+    }
+    bins = config.histograms.bins
+
+    def vectors(words):
+        return np.array(
+            [
+                unit_vectors(keyed[w][None, :])[0]
+                if w in keyed.key_to_index
+                else np.zeros(keyed.vector_size)
+                for w in words
+            ]
+        )
+
+    for row in triples.orderBy("candidate_id").limit(4).collect():
+        query = list(row.query_terms)
+        for job_id, stored in ((row.pos_job_id, row.pos_hist), (row.neg_job_id, row.neg_hist)):
+            doc = list(documents[job_id])
+            expected = reference_histogram(vectors(query), query, vectors(doc), doc, bins)
+            np.testing.assert_array_equal(np.array(stored).reshape(len(query), bins + 1), expected)
+
+
+def test_map_sets_hold_the_seeds_fifty_and_fifty(spark, built):
+    config, _ = built
+    _, map_sets, retrieval = tables(spark, config)
+    per_candidate = map_sets.groupBy("candidate_id").agg(
+        F.sum("label").alias("positives"), F.count("*").alias("documents")
+    )
+    for row in per_candidate.join(retrieval, "candidate_id").collect():
+        assert row.positives == min(config.pairs.map_positives, len(row.full_hits))
+        assert row.documents <= config.pairs.map_positives + config.pairs.map_negatives
+    assert map_sets.groupBy("candidate_id", "job_id").count().where("count > 1").count() == 0
+
+
+def test_splits_are_disjoint_and_deterministic(spark, built):
+    config, _ = built
+    triples, map_sets, _ = tables(spark, config)
+    rows = (
+        triples.select("split", "candidate_id")
+        .union(map_sets.select("split", "candidate_id"))
+        .groupBy("split")
+        .agg(F.collect_set("candidate_id").alias("ids"))
+    )
+    by_split = {r.split: set(r.ids) for r in rows.collect()}
+    names = list(by_split)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            assert not by_split[a] & by_split[b], (a, b)
+    kept = spark.createDataFrame([(i,) for i in range(500)], "candidate_id LONG")
+    sizes = {"train": 300, "dev": 50, "test": 50, "map_dev": 50, "map_test": 50}
+    first = {(r.candidate_id, r.split) for r in assign_splits(kept, sizes, 7).collect()}
+    again = {(r.candidate_id, r.split) for r in assign_splits(kept, sizes, 7).collect()}
+    other_seed = {(r.candidate_id, r.split) for r in assign_splits(kept, sizes, 8).collect()}
+    assert first == again != other_seed
+    counts = {name: sum(1 for _, s in first if s == name) for name in sizes}
+    assert counts == sizes
+
+
+def test_rerun_gives_the_same_rows(spark, built):
+    config, funnel = built
+    columns = ["candidate_id", "split", "pos_job_id", "neg_job_id", "pos_hist", "neg_hist"]
+
+    def rows():
+        return {
+            tuple(tuple(v) if isinstance(v, list) else v for v in r)
+            for r in tables(spark, config)[0].select(*columns).collect()
+        }
+
+    before = rows()
+    again = run_build_pairs(spark, config)
+    after = rows()
+    assert again.outcomes == funnel.outcomes
+    assert before == after
+
+
+def test_queries_that_keep_failing_are_quarantined(spark, tiny, tiny_indexed):
+    config = load_config(
+        "local",
+        [
+            f"storage.root={tiny[0].storage.root}",
+            f"elasticsearch.local.workdir={tiny[0].elasticsearch.local.workdir}",
+            "data.preset=tiny",
+            "retrieval.max_retries=1",
+            "retrieval.backoff_s=0",
+        ],
+    )
+    queries = spark.createDataFrame(
+        [(1, ["nurse"], ["nurse"]), (2, ["driver"], ["driver"])],
+        "candidate_id LONG, query_terms ARRAY<STRING>, negative_terms ARRAY<STRING>",
+    )
+    connection = resolve_connection(config)
+    retrieved = retrieve(queries, connection, "no_such_index", config.retrieval, 2).cache()
+    errors = {r.candidate_id: r.error for r in retrieved.collect()}
+    assert set(errors) == {1, 2}
+    assert all("index_not_found_exception" in e for e in errors.values())
+    assert quarantine_failed_searches(config, queries, retrieved, QUARANTINE_SOURCE) == 2
+    quarantine = read_delta(spark, table_path(config, "bronze", "quarantine")).where(
+        F.col("source") == QUARANTINE_SOURCE
+    )
+    assert {r.reason for r in quarantine.collect()} == {"search_failed"}
+    assert quarantine.count() == 2
+    # the working index answers the same queries
+    good = retrieve(queries, connection, "jobs", config.retrieval, 2).collect()
+    assert all(r.error is None and r.full_hits for r in good)
+    assert make_client(connection).indices.exists_alias(name="jobs")
+
+
+def test_split_sizes_shrink_in_proportion_and_all_takes_the_rest():
+    config = load_config("local")
+    assert split_sizes(config.pairs, 1_000_000) == {
+        "train": 27000, "dev": 3000, "test": 3000, "map_dev": 3000, "map_test": 3000,
+    }  # fmt: skip
+    small = split_sizes(config.pairs, 3900)
+    assert small == {"train": 2700, "dev": 300, "test": 300, "map_dev": 300, "map_test": 300}
+    everything = split_sizes(load_config("local", ["pairs.train=all"]).pairs, 100_000)
+    assert everything["train"] == 100_000 - 12_000

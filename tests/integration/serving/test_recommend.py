@@ -1,0 +1,204 @@
+"""Evaluation and recommendations on the tiny preset, end to end: a real champion in the MLflow
+registry, real BM25 retrieval from the session's Elasticsearch node, histograms and DRMM
+scores in Spark, Delta outputs."""
+
+from __future__ import annotations
+
+import logging
+import runpy
+import sys
+from functools import partial
+
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+from pyspark.sql import functions as F
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.evaluation.protocols import BM25, WMD
+from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
+from jobrec_core.features.queries import candidate_queries
+from jobrec_core.models.registry import load_champion
+from jobrec_core.platform import manifest
+from jobrec_core.platform.tables import read_delta, table_path
+from jobrec_core.ranking.factory import ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.scorers import DrmmScorer
+from jobrec_core.results import publish
+from jobrec_core.serving.stage import run_recommend, show_candidate
+from jobrec_core.training.stage import run_training, train_on_files
+from tests.helpers import REPO
+
+pytestmark = pytest.mark.integration
+
+
+def quick(config: JobrecConfig, **evaluation) -> JobrecConfig:
+    return config.model_copy(
+        update={
+            "training": config.training.model_copy(update={"launcher": "single", "max_epochs": 2}),
+            "evaluation": config.evaluation.model_copy(update=evaluation),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def champion(spark, tiny, tiny_pairs):
+    """DRMM v1 trained on the tiny pairs and made champion for this module only (the
+    registry is shared with the promotion tests, which start without a champion)."""
+    config = quick(tiny[0], ground_truth_candidates=40)
+    outcome = run_training(spark, config, fresh=True)
+    client = MlflowClient(config.mlflow.tracking_uri)
+    name, alias = config.mlflow.model_name, config.mlflow.champion_alias
+    client.set_registered_model_alias(name, alias, str(outcome.version))
+    yield config, str(outcome.version)
+    client.delete_registered_model_alias(name, alias)
+
+
+def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
+    config, version = champion
+    chosen = [int(r["candidate_id"]) for r in held_out_candidates(spark, config, 4).collect()]
+    first = run_recommend(spark, config, [*chosen, 999_999_999])
+    assert first.unknown_ids == [999_999_999]
+    assert first.model == f"{config.mlflow.model_name} v{version}"
+    table = read_delta(spark, table_path(config, "gold", "recommendations"))
+    rows = pd.DataFrame(table.toPandas())
+    assert set(rows["candidate_id"]) == set(chosen)
+    k = config.evaluation.k
+    own = {
+        int(r["candidate_id"]): set(r["jobs"])
+        for r in read_delta(spark, table_path(config, "silver", "candidates"))
+        .select("candidate_id", F.col("sequence.job_id").alias("jobs"))
+        .where(F.col("candidate_id").isin(chosen))
+        .collect()
+    }
+    for candidate, group in rows.groupby("candidate_id"):
+        group = group.sort_values("rank")
+        assert group["rank"].tolist() == list(range(1, len(group) + 1)) and len(group) <= k
+        assert group["score"].is_monotonic_decreasing
+        assert not set(group["job_id"]) & own[candidate]  # never a job they already know
+        assert group["title"].notna().all() and (group["bm25_rank"] <= 100).all()
+
+    again = run_recommend(spark, config, chosen[:2])  # replaces only these two candidates
+    assert again.rows == len(rows[rows["candidate_id"].isin(chosen[:2])])
+    after = pd.DataFrame(
+        read_delta(spark, table_path(config, "gold", "recommendations")).toPandas()
+    )
+    assert len(after) == len(rows) and not after.duplicated(["candidate_id", "rank"]).any()
+
+    shown = show_candidate(spark, config, chosen[0])
+    best = rows[(rows["candidate_id"] == chosen[0]) & (rows["rank"] == 1)]["title"].iloc[0]
+    assert f"Candidate {chosen[0]}" in shown and best in shown and f"v{version}" in shown
+
+
+def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion):
+    """One request on the driver (pandas) and a batch in Spark give the same top k."""
+    config, _ = champion
+    inputs = ranking_inputs(spark, config)
+    candidates = held_out_candidates(spark, config, 3)
+    queries = candidate_queries(
+        candidates,
+        inputs.jobs,
+        inputs.embeddings_version,
+        inputs.words_and_idf,
+        config.queries,
+        config.run.seed,
+    )
+    scorer = DrmmScorer.of(spark, "champion", load_champion(config).model)
+    pipeline = rerank_pipeline(config, inputs, scorer)
+    columns = ["candidate_id", "rank", "job_id", "bm25_rank"]
+    batch = pd.DataFrame(pipeline.transform_spark(queries).select(*columns).toPandas())
+    one_by_one = pd.concat(
+        [pipeline.transform(pd.DataFrame([row])) for row in queries.toPandas().to_dict("records")]
+    )[columns]
+    ordered = ["candidate_id", "rank"]
+    pd.testing.assert_frame_equal(
+        batch.sort_values(ordered).reset_index(drop=True).astype("int64"),
+        one_by_one.sort_values(ordered).reset_index(drop=True).astype("int64"),
+    )
+    assert 0 < batch.groupby("candidate_id").size().max() <= config.evaluation.k
+
+
+@pytest.fixture(scope="module")
+def evaluated(spark, champion, tmp_path_factory):
+    """The evaluation of the module's champion, published to files and MLflow once:
+    (report, RESULTS.md, the MLflow run id, the report folder)."""
+    config, _ = champion
+    report = run_evaluation(spark, config, partial(train_on_files, spark, config))
+    folder = tmp_path_factory.mktemp("evaluation")
+    results, run_id = publish(config, report, str(folder), "pytest")
+    return report, results, run_id, folder
+
+
+def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, evaluated):
+    config, version = champion
+    report, results, run_id, folder = evaluated
+    rankers = [row.ranker for row in report.protocol]
+    assert rankers[:2] == [BM25, WMD] and "DRMM v1" in rankers
+    assert report.models["DRMM v1"] == version
+    assert set(report.skipped) == {"DRMM v2", "DRMM v3", "DRMM v4"}
+    bm25 = report.protocol[0]
+    assert bm25.map == 1.0 and bm25.diversity == 0.0 and bm25.accuracy is None
+    for row in report.protocol[1:]:
+        assert row.accuracy is not None and 0 <= row.accuracy <= 1
+        assert 0 <= row.map <= 1 and 0 <= row.diversity <= config.evaluation.k
+    splits = manifest.current(config, "pairs")["splits"]
+    assert report.queries["triples"] == splits["test"]
+    assert [p.configured for p in report.curve] == sorted(config.training.learning_curve_sizes)
+    assert [p.triples for p in report.curve] == sorted(p.triples for p in report.curve)
+    assert report.curve[-1].triples == splits["train"]
+    assert 0 < report.queries["ground_truth"] <= 40
+    truth = {row.ranker: row for row in report.ground_truth}
+    assert set(truth) == {BM25, WMD, "DRMM v1"} and truth[BM25].diversity == 0.0
+    assert all(0 <= row.precision <= 1 and 0 <= row.ndcg <= 1 for row in truth.values())
+
+    text = results.read_text()
+    assert "0.966" in text and "learning_curve_sizes.png" in text
+    assert (folder / "ground_truth.png").stat().st_size > 0
+    logged = MlflowClient(config.mlflow.tracking_uri).get_run(run_id).data.metrics
+    assert logged["protocol.drmm_v1.map"] == pytest.approx(
+        next(r.map for r in report.protocol if r.ranker == "DRMM v1")
+    )
+
+
+def run_notebook(name: str, arguments: list[str], monkeypatch) -> None:
+    """A notebook of notebooks/ as a local script, in this process (it reuses the session's
+    Spark), the way `.venv/bin/python notebooks/<name>` runs it."""
+    path = REPO / "notebooks" / name
+    assert path.read_text().startswith("# Databricks notebook source\n")
+    monkeypatch.setattr(sys, "argv", [str(path), *arguments])
+    # The notebook sets up logging to this test's captured stderr: keep that from the rest.
+    monkeypatch.setattr(logging.root, "handlers", list(logging.root.handlers))
+    runpy.run_path(str(path), run_name="__main__")
+
+
+def test_the_notebooks_run_on_the_tiny_preset(
+    spark, champion, evaluated, tiny_overrides, tmp_path, capsys, monkeypatch
+):
+    config, version = champion
+    [candidate] = [int(r["candidate_id"]) for r in held_out_candidates(spark, config, 1).collect()]
+    common = ["--env", "local", "--conf-dir", str(REPO / "conf"), "--figures", str(tmp_path)]
+    for override in tiny_overrides:
+        common += ["--set", override]
+
+    run_notebook("01_data_exploration.py", [*common, "--examples", "2"], monkeypatch)
+    out = capsys.readouterr().out
+    assert "Dataset 'tiny'" in out and "Rows per table" in out and "wm_similarity" in out
+    assert "pairs/triples" in out and "Quarantined records" in out
+
+    run_notebook("02_pipeline_results.py", common, monkeypatch)
+    out = capsys.readouterr().out
+    assert f"run {evaluated[2]}" in out and "protocol" in out and "ground_truth" in out
+    assert f"Versions of {config.mlflow.model_name}" in out and "champion" in out
+
+    run_notebook(
+        "03_recommendation_explorer.py", [*common, "--candidate", str(candidate)], monkeypatch
+    )
+    out = capsys.readouterr().out
+    assert f"Candidate {candidate}" in out and f"v{version}" in out and "bm25_rank" in out
+
+    figures = {p.name for p in tmp_path.glob("*.png")}
+    assert {
+        "data_profile.png",
+        "v1_learning_curve.png",
+        f"candidate_{candidate}_ranks.png",
+    } <= figures
+    assert {"evaluation_ground_truth.png", "evaluation_learning_curve_sizes.png"} <= figures

@@ -1,0 +1,256 @@
+"""Stage 4 on the tiny preset: Petastorm-fed DDP training, checkpoints, MLflow, promotion.
+
+All real: TorchDistributor and torchrun start real processes (gloo), Petastorm reads the
+Delta snapshot's Parquet files, MLflow writes to the session's sqlite store and registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import mlflow
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from mlflow.tracking import MlflowClient
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.models.drmm import DrmmSpec
+from jobrec_core.models.model_io import load_model, save_model
+from jobrec_core.models.registry import input_example, log_drmm, model_of, score_frame
+from jobrec_core.platform import manifest
+from jobrec_core.platform.tables import read_delta, snapshot_files
+from jobrec_core.platform.tracking import configure_mlflow, registry_client
+from jobrec_core.training.batches import ReaderSettings, TripleStream, loader
+from jobrec_core.training.plan import TrainPlan
+from jobrec_core.training.promotion import promote
+from jobrec_core.training.stage import (
+    held_out_files,
+    make_plan,
+    run_training,
+    training_inputs,
+)
+from jobrec_core.training.worker import result_file, torchrun_command, write_plan
+
+pytestmark = pytest.mark.integration
+
+
+def with_training(config: JobrecConfig, **settings) -> JobrecConfig:
+    return config.model_copy(update={"training": config.training.model_copy(update=settings)})
+
+
+@pytest.fixture(scope="module")
+def trained(spark, tiny, tiny_pairs):
+    config = with_training(tiny[0], launcher="distributor", num_processes=2, max_epochs=3)
+    return config, run_training(spark, config, fresh=True)
+
+
+def test_triples_stream_from_the_current_snapshot_only(spark, tiny, tiny_pairs):
+    config = tiny[0]
+    entry = manifest.current(config, "pairs")
+    files = snapshot_files(spark, entry["triples"], "train")
+    expected = read_delta(spark, entry["triples"]).where("split = 'train'").count()
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    streamed = [len(b) for b in loader(TripleStream(ReaderSettings(tuple(files), 16), spec))]
+    assert sum(streamed) == expected == entry["splits"]["train"]
+    # Two shards split the rows between them, without overlap or loss.
+    halves = [
+        sum(
+            len(b)
+            for b in loader(TripleStream(ReaderSettings(tuple(files), 16, shard=s, shards=2), spec))
+        )
+        for s in (0, 1)
+    ]
+    assert sum(halves) == expected and min(halves) > 0
+
+
+def test_distributor_trains_logs_and_registers(trained):
+    config, outcome = trained
+    result = outcome.result
+    assert result.world_size == 2
+    assert 1 <= len(result.history) <= 3
+    assert all(r.triples > 0 for r in result.history)
+    client = MlflowClient(config.mlflow.tracking_uri)
+    run = client.get_run(outcome.run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.params["model.mlp_layers"] == "10"
+    assert run.data.tags["embeddings_version"] == manifest.current(config, "embeddings")["version"]
+    assert run.data.tags["pairs_config_hash"] == manifest.current(config, "pairs")["config_hash"]
+    for metric in ("train_accuracy", "dev_accuracy", "dev_map", "train_loss"):
+        history = client.get_metric_history(outcome.run_id, metric)
+        assert [m.step for m in history] == list(range(1, len(result.history) + 1))
+    artifacts = {a.path for a in client.list_artifacts(outcome.run_id)}
+    assert {"learning_curve.png", "training_result.json", "manifest.json"} <= artifacts
+    assert outcome.version is not None
+    assert manifest.current(config, "model")["version"] == outcome.version
+
+
+def test_registered_model_loads_by_version_and_scores_stored_rows(spark, trained):
+    config, outcome = trained
+    configure_mlflow(config)
+    uri = f"models:/{config.mlflow.model_name}/{outcome.version}"
+    pyfunc = mlflow.pyfunc.load_model(uri)
+    assert pyfunc.metadata.signature is not None
+    rows: pd.DataFrame = (
+        read_delta(spark, manifest.current(config, "pairs")["map_sets"])
+        .where("split = 'map_test'")
+        .limit(50)
+    ).toPandas()
+    scores = np.asarray(pyfunc.predict(rows[["query_idf", "hist", "doc_len"]]))
+    assert scores.shape == (len(rows),)
+    np.testing.assert_allclose(
+        scores, score_frame(load_model(outcome.result.model_file), rows), rtol=1e-6
+    )
+
+
+def test_a_killed_torchrun_resumes_from_its_checkpoint(spark, tiny, tiny_pairs, tmp_path):
+    config = with_training(tiny[0], max_epochs=3, early_stop_delta=0.0)
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    inputs = training_inputs(spark, config)
+
+    def torchrun(directory: Path) -> subprocess.Popen:
+        plan_path = write_plan(make_plan(config, spec, inputs, str(directory)), directory)
+        return subprocess.Popen(
+            torchrun_command(plan_path, 2),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    whole = torchrun(tmp_path / "whole")
+    assert whole.wait(timeout=300) == 0
+
+    killed = torchrun(tmp_path / "killed")
+    deadline = time.monotonic() + 300
+    while not list((tmp_path / "killed").glob("epoch-001-0001.pt")):
+        assert killed.poll() is None, "the run ended before its first checkpoint could be seen"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    os.killpg(killed.pid, signal.SIGKILL)
+    killed.wait(timeout=60)
+    assert not (tmp_path / "killed" / "model.pt").exists()
+
+    resumed = subprocess.Popen(
+        torchrun_command(tmp_path / "killed" / "plan.json", 2),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    assert resumed.wait(timeout=300) == 0
+    after = json.loads(result_file(tmp_path / "killed" / "plan.json").read_text())
+    before = json.loads(result_file(tmp_path / "whole" / "plan.json").read_text())
+    assert after["resumed_from"] is not None
+    assert [r["epoch"] for r in after["history"]] == [1, 2, 3]
+    for one, other in zip(after["history"], before["history"], strict=True):
+        assert one["train_loss"] == pytest.approx(other["train_loss"], rel=1e-9)
+        assert one["dev_accuracy"] == other["dev_accuracy"]
+    resumed_model = torch.load(after["model_file"], weights_only=False)["model"]
+    whole_model = torch.load(before["model_file"], weights_only=False)["model"]
+    for name, tensor in whole_model.items():
+        torch.testing.assert_close(resumed_model[name], tensor)
+
+
+def register(config: JobrecConfig, model, spark, status: str = "FINISHED") -> str:
+    """Log and register `model` in a run that ends with `status`."""
+    configure_mlflow(config)
+    directory = Path(config.storage.root) / "scratch-models"
+    file = directory / f"model-{time.monotonic_ns()}.pt"
+    save_model(model, file)
+    rows = read_delta(spark, manifest.current(config, "pairs")["map_sets"]).limit(2).toPandas()
+    with mlflow.start_run() as run:
+        version = log_drmm(model, file, input_example(rows, model), config.mlflow.model_name)
+    if status != "FINISHED":
+        MlflowClient(config.mlflow.tracking_uri).set_terminated(run.info.run_id, status)
+    assert version is not None
+    return version
+
+
+def test_promotion_gate_in_both_directions(spark, trained):
+    config, outcome = trained
+    config = config.model_copy(
+        update={
+            "promotion": config.promotion.model_copy(update={"min_accuracy": 0.0, "min_map": 0.0})
+        }
+    )
+    name = config.mlflow.model_name
+    client = registry_client(config)
+    triples, map_sets = held_out_files(spark, config)
+
+    first = promote(config, str(outcome.version), triples, map_sets)
+    assert first.promoted and first.champion is None
+    assert str(client.get_model_version_by_alias(name, "champion").version) == str(outcome.version)
+
+    # The same network with its scores reversed: worse on the same test split.
+    good = model_of(f"models:/{name}/{outcome.version}")
+    reversed_model = load_model(outcome.result.model_file)
+    with torch.no_grad():
+        for parameter in reversed_model.term_mlp[-1].parameters():
+            parameter.neg_()
+    worse = register(config, reversed_model, spark)
+    second = promote(config, worse, triples, map_sets)
+    assert not second.promoted
+    assert second.champion is not None and second.champion.version == str(outcome.version)
+    assert second.challenger.accuracy < second.champion.accuracy
+    assert str(client.get_model_version_by_alias(name, "champion").version) == str(outcome.version)
+    assert str(client.get_model_version_by_alias(name, "challenger").version) == worse
+    tags = client.get_model_version(name, worse).tags
+    assert tags["promotion.decision"] == "rejected"
+    assert float(tags["promotion.champion_test_accuracy"]) == pytest.approx(
+        first.challenger.accuracy
+    )
+
+    # A model as good as the champion, but from a run that failed, never becomes champion.
+    failed = register(config, good, spark, status="FAILED")
+    third = promote(config, failed, triples, map_sets)
+    assert not third.promoted and "FAILED" in third.reason
+    assert str(client.get_model_version_by_alias(name, "champion").version) == str(outcome.version)
+    assert (
+        client.get_model_version(name, str(outcome.version)).tags["promotion.decision"]
+        == "promoted"
+    )
+
+
+def test_floors_reject_a_model_below_them(spark, trained):
+    config, outcome = trained
+    strict = config.model_copy(
+        update={
+            "promotion": config.promotion.model_copy(update={"min_accuracy": 1.0, "min_map": 1.0})
+        }
+    )
+    triples, map_sets = held_out_files(spark, config)
+    decision = promote(strict, str(outcome.version), triples, map_sets)
+    assert not decision.promoted and "floors" in decision.reason
+
+
+def test_plan_survives_json(spark, tiny, tiny_pairs, tmp_path):
+    config = tiny[0]
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    plan = make_plan(config, spec, training_inputs(spark, config), str(tmp_path))
+    assert TrainPlan(**json.loads(json.dumps(asdict(plan)))) == plan
+
+
+def test_embedding_gating_trains_saves_its_vectors_and_scores_from_words(spark, tiny, tiny_pairs):
+    config = with_training(tiny[0], launcher="single", max_epochs=1)
+    config = config.model_copy(
+        update={"model": config.model.model_copy(update={"gating": "embedding"})}
+    )
+    outcome = run_training(spark, config, fresh=True)
+    model = load_model(outcome.result.model_file)
+    assert model.query_vectors is not None
+    assert model.spec.gate_dim == config.embeddings.vector_size == model.query_vectors.dim
+    configure_mlflow(config)
+    pyfunc = mlflow.pyfunc.load_model(f"models:/{config.mlflow.model_name}/{outcome.version}")
+    rows: pd.DataFrame = (
+        read_delta(spark, manifest.current(config, "pairs")["map_sets"]).limit(20)
+    ).toPandas()
+    scores = np.asarray(pyfunc.predict(rows[["query_idf", "query_terms", "hist", "doc_len"]]))
+    np.testing.assert_allclose(scores, score_frame(model, rows), rtol=1e-6)
+    # The words matter: the same rows with their words unknown score differently.
+    unknown = rows.assign(query_terms=rows["query_terms"].map(lambda t: [f"x{w}" for w in t]))
+    assert not np.allclose(score_frame(model, unknown), scores)

@@ -1,0 +1,119 @@
+"""Pure parts of the evaluation: sizes, BM25's MAP-set order, accuracy from scored rows, the
+report's tables and metric names, and the WMD re-ranker against gensim itself."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from gensim.models import KeyedVectors
+
+from jobrec_core.evaluation.curve import CurvePoint, curve_sizes
+from jobrec_core.evaluation.ground_truth import GroundTruthRow
+from jobrec_core.evaluation.protocols import (
+    PAPER_PROTOCOL,
+    ProtocolRow,
+    bm25_map_order,
+    triple_accuracy,
+)
+from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.ranking.metrics import average_precision_at_k, rank_within_queries
+from jobrec_core.ranking.scorers import Bm25Scorer, WmdScorer, score_column
+from jobrec_core.results import markdown, metrics, write_report
+
+
+def test_curve_sizes_keep_the_seeds_proportions_when_the_data_is_smaller():
+    seed = [9000, 18000, 27000]
+    assert curve_sizes(seed, 50_000) == [(9000, 9000), (18000, 18000), (27000, 27000)]
+    assert curve_sizes([27000, 9000, 18000], 2700) == [(900, 9000), (1800, 18000), (2700, 27000)]
+    assert curve_sizes(seed, 110)[-1] == (110, 27000)  # no rounding down of the whole split
+    assert curve_sizes([], 100) == []
+
+
+def test_bm25_order_of_a_map_set_puts_its_top_50_first_and_scores_map_1():
+    label = np.array([0, 1, 0, 1, 1])
+    rank = np.array([1, 3, 2, 1, 2])  # negatives' ranks are in the other query's list
+    order = bm25_map_order(label, rank)
+    ranked = rank_within_queries(np.zeros(5), order, label, np.arange(5))
+    assert ranked.document.tolist() == [3, 4, 1, 0, 2]
+    assert average_precision_at_k(ranked, 10)[0] == 1.0
+
+
+def test_triple_accuracy_pairs_the_two_rows_of_each_triple():
+    scored = pd.DataFrame(
+        {
+            "candidate_id": [1, 1, 2, 2, 3, 3],
+            "label": [1, 0, 0, 1, 1, 0],
+            "score_x": [0.9, 0.1, 0.5, 0.4, 0.3, 0.3],  # right, wrong, tie (wrong)
+        }
+    )
+    assert triple_accuracy(scored, "score_x") == pytest.approx(1 / 3)
+
+
+def report() -> EvaluationReport:
+    return EvaluationReport(
+        k=10,
+        models={"DRMM v1": "4"},
+        skipped={"DRMM v2": "never trained"},
+        protocol=[
+            ProtocolRow("BM25", None, 1.0, 0.0),
+            ProtocolRow("DRMM v1", 0.9, 0.95, 4.5),
+        ],
+        queries={"triples": 100, "map": 100, "ground_truth": 50},
+        curve=[CurvePoint(900, 9000, 0.8, 0.9, 4)],
+        ground_truth=[GroundTruthRow("BM25", 0.6, 0.65, 0.0)],
+    )
+
+
+def test_report_prints_ours_next_to_the_seeds_figures():
+    text = report().format()
+    v1 = PAPER_PROTOCOL["DRMM v1"]
+    assert f"0.900 ({v1['accuracy']:.3f})" in text and f"4.50 ({v1['diversity']:.2f})" in text
+    assert "DRMM v2: not evaluated: never trained" in text
+    assert "0.800 (0.932)" in text  # learning curve at the seed's 9k
+    assert "0.600 (0.840)" in text  # BM25's P@10
+    assert "```\nspark-submit jobs/evaluate.py --env local\n```" in markdown(
+        report(), "spark-submit jobs/evaluate.py --env local", {"dataset": "tiny"}
+    )
+
+
+def test_findings_say_whether_a_reranker_beats_bm25():
+    judged = report()
+    judged.ground_truth.append(GroundTruthRow("DRMM v1", 0.55, 0.6, 6.0))
+    text = markdown(judged, "jobrec demo", {})
+    assert "the best MAP@10 is DRMM v1's (0.950)" in text
+    assert "DRMM v1 (P@10 0.550), does not beat BM25's own order (0.600)" in text
+
+
+def test_report_files_are_written_with_their_plots(tmp_path):
+    results = write_report(report(), tmp_path, "jobrec demo", {"dataset": "tiny"})
+    assert "](learning_curve_sizes.png)" in results.read_text()
+    assert (tmp_path / "learning_curve_sizes.png").stat().st_size > 0
+    assert (tmp_path / "ground_truth.png").stat().st_size > 0
+
+
+def test_metric_names_are_flat_and_skip_missing_accuracy():
+    values = metrics(report())
+    assert values["protocol.drmm_v1.accuracy"] == 0.9
+    assert "protocol.bm25.accuracy" not in values
+    assert values["ground_truth.bm25.p_at_10"] == 0.6
+
+
+def test_wmd_reranker_equals_gensim_wmdistance(tmp_path):
+    rng = np.random.default_rng(3)
+    words = [f"w{i}" for i in range(30)]
+    keyed = KeyedVectors(vector_size=8)
+    keyed.add_vectors(words, rng.normal(size=(30, 8)).astype(np.float32))
+    path = str(tmp_path / "vectors.kv")
+    keyed.save(path)
+    query = ["w1", "w2", "w2", "w7", "unknown"]
+    documents = [["w3", "w1", "w9"], ["w2", "w7"], ["w20", "w21", "w22", "w2"], ["nothing"]]
+    frame = pd.DataFrame(
+        {"query_terms": [query] * 4, "doc_tokens": documents, "bm25": [4, 3, 2, 1]}
+    )
+    scores = WmdScorer(path).score(frame)
+    expected = [1 / (1 + keyed.wmdistance(query, d)) for d in documents]
+    np.testing.assert_allclose(scores, expected, rtol=1e-9)
+    assert scores[3] == 0.0  # no word in the vocabulary: infinitely far
+    assert Bm25Scorer().score(frame).tolist() == [4, 3, 2, 1]
+    assert score_column(WmdScorer(path, "WMD (gensim)")) == "score_wmd_gensim"

@@ -1,0 +1,140 @@
+"""Matching histograms against a direct computation, word by word, as MatchZoo does it."""
+
+import numpy as np
+import pytest
+
+from jobrec_core.features.histograms import (
+    Vocabulary,
+    histogram_counts,
+    shared_bigrams,
+    shared_unigrams,
+    transform,
+)
+from tests.helpers import BINS, reference_histogram
+
+
+@pytest.fixture(scope="module")
+def vocabulary():
+    rng = np.random.default_rng(3)
+    words = np.array([f"w{i:03d}" for i in range(200)])
+    vectors = rng.normal(size=(200, 16)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors[7] = 0.0  # a word without a word2vec vector
+    idf = rng.uniform(0.5, 9.0, size=200)
+    return Vocabulary(words, vectors, idf)
+
+
+def test_batched_histograms_equal_the_direct_computation(vocabulary):
+    rng = np.random.default_rng(11)
+    query_words = [f"w{i:03d}" for i in (3, 7, 42, 42, 150, 199)] + ["unseen"]
+    documents = [
+        [f"w{i:03d}" for i in rng.integers(0, 200, size=n)] + ["unseen"] * (n % 2)
+        for n in (1, 17, 60, 3, 120)
+    ]
+    query_ids = vocabulary.ids(query_words)
+    doc_ids = [vocabulary.ids(d) for d in documents]
+    counts = histogram_counts(
+        vocabulary.unit_vectors(query_ids),
+        query_ids,
+        vocabulary.unit_vectors(np.concatenate(doc_ids)),
+        np.concatenate(doc_ids),
+        np.array([len(d) for d in documents]),
+        BINS,
+    )
+    assert counts.shape == (len(documents), len(query_words), BINS + 1)
+    for k, words in enumerate(documents):
+        expected = reference_histogram(
+            vocabulary.unit_vectors(query_ids),
+            query_words,
+            vocabulary.unit_vectors(vocabulary.ids(words)),
+            words,
+        )
+        np.testing.assert_array_equal(counts[k], expected)
+        assert (counts[k].sum(axis=1) == len(words)).all()
+    distinct, word_of = np.unique(np.concatenate(doc_ids), return_inverse=True)
+    by_distinct_word = histogram_counts(
+        vocabulary.unit_vectors(query_ids),
+        query_ids,
+        vocabulary.unit_vectors(distinct),
+        distinct,
+        np.array([len(d) for d in documents]),
+        BINS,
+        word_of=word_of,
+    )
+    np.testing.assert_array_equal(by_distinct_word, counts)
+
+
+def test_exact_matches_get_their_own_bin_despite_float32_rounding(vocabulary):
+    ids = vocabulary.ids(["w010", "w011"])
+    vectors = vocabulary.unit_vectors(ids)
+    counts = histogram_counts(vectors[:1], ids[:1], vectors, ids, np.array([2]), BINS)
+    assert counts[0, 0, BINS] == 1
+    assert counts[0, 0, :BINS].sum() == 1
+
+
+def test_bin_positions():
+    query = np.array([[1.0, 0.0]])
+    docs = np.array([[-1.0, 0.0], [0.0, 1.0], [0.999, 0.0447]])
+    counts = histogram_counts(query, np.array([0]), docs, np.array([1, 2, 3]), np.array([3]), 30)
+    assert counts[0, 0, 0] == 1  # opposite
+    assert counts[0, 0, 15] == 1  # orthogonal: the middle
+    assert counts[0, 0, 29] == 1  # nearly identical, not the same word
+    assert counts[0, 0, 30] == 0
+
+
+def test_empty_documents_and_queries():
+    vectors = np.eye(3)
+    empty = histogram_counts(vectors, np.arange(3), np.zeros((0, 3)), np.zeros(0), np.array([0]), 4)
+    assert empty.shape == (1, 3, 5) and empty.sum() == 0
+    no_terms = histogram_counts(
+        np.zeros((0, 3)), np.zeros(0), vectors, np.arange(3), np.array([3]), 4
+    )
+    assert no_terms.shape == (1, 0, 5)
+
+
+def test_variants_are_derived_from_counts():
+    counts = np.array([[[0, 2, 1]], [[4, 0, 0]]])
+    lengths = np.array([3, 4])
+    np.testing.assert_allclose(transform(counts, lengths, "ch"), counts)
+    expected_nh = np.array([[[0, 2 / 3, 1 / 3]], [[1, 0, 0]]])
+    np.testing.assert_allclose(transform(counts, lengths, "nh"), expected_nh)
+    np.testing.assert_allclose(transform(counts, lengths, "lch"), np.log1p(counts), rtol=1e-6)
+
+
+def test_shared_unigrams_and_bigrams_per_document():
+    query = np.array([1, 2, 3, 4])  # bigrams 12 23 34
+    first = [9, 1, 2, 3, 2, 3, 7, 4]  # bigrams 91 12 23 32 23 37 74
+    documents = np.array([*first, 3, 4, 1])  # then [3] and [4, 1]: "3 4" only across a boundary
+    lengths = np.array([8, 1, 2, 0])  # and an empty fourth
+    assert shared_unigrams(query, documents, lengths).tolist() == [4, 1, 2, 0]
+    assert shared_bigrams(query, documents, lengths).tolist() == [2, 0, 0, 0]  # 12 and 23 once
+    assert shared_bigrams(np.array([5]), documents, lengths).tolist() == [0, 0, 0, 0]
+
+
+def test_shared_counts_equal_a_per_document_reference():
+    rng = np.random.default_rng(5)
+    query = rng.integers(-3, 20, 12)  # negative ids: words outside the vocabulary
+    lengths = rng.integers(0, 30, 50)
+    documents = rng.integers(-3, 20, lengths.sum())
+    parts = np.split(documents, np.cumsum(lengths)[:-1])
+
+    def bigrams(ids: np.ndarray) -> set[tuple[int, int]]:
+        return set(zip(ids[:-1].tolist(), ids[1:].tolist(), strict=True))
+
+    assert shared_unigrams(query, documents, lengths).tolist() == [
+        len(set(query.tolist()) & set(p.tolist())) for p in parts
+    ]
+    assert shared_bigrams(query, documents, lengths).tolist() == [
+        len(bigrams(query) & bigrams(p)) for p in parts
+    ]
+
+
+def test_vocabulary_lookups(vocabulary):
+    ids = vocabulary.ids(["w002", "never-seen", "w000", "never-seen"])
+    assert ids[0] >= 0 and ids[2] >= 0
+    assert ids[1] < 0 and ids[1] == ids[3]  # consistent, so an unknown word matches itself
+    assert vocabulary.ids(["never-seen"])[0] == ids[1]
+    assert vocabulary.words[ids[0]] == "w002"
+    assert not vocabulary.unit_vectors(ids)[1].any()
+    assert vocabulary.idf_of(ids)[1] == 0.0
+    assert vocabulary.ids([]).size == 0

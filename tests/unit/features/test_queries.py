@@ -1,0 +1,132 @@
+"""The query bag of words: worked examples of each rule of the cap and of how they interact."""
+
+import numpy as np
+
+from jobrec_core.features.queries import (
+    QueryTerm,
+    build_query,
+    candidate_rng,
+    cap_terms,
+    collect_terms,
+    negative_query,
+)
+
+FIELDS = ["title", "function", "requirement_summary", "keywords"]
+RS = ["requirement_summary"]
+
+
+def term(word, fields=("title",), jobs=1):
+    return QueryTerm(word, frozenset(fields), jobs)
+
+
+def test_terms_keep_first_appearance_order_their_fields_and_job_counts():
+    jobs = [
+        {
+            "title": ["python", "developer"],
+            "requirement_summary": ["degree"],
+            "keywords": ["django"],
+        },
+        {"title": ["data", "engineer"], "function": ["python"], "keywords": ["python", "spark"]},
+    ]
+    terms = collect_terms(jobs, FIELDS)
+    assert [t.term for t in terms] == [
+        "python", "developer", "degree", "django", "data", "engineer", "spark",
+    ]  # fmt: skip
+    python = terms[0]
+    assert python.fields == {"title", "function", "keywords"}
+    assert python.jobs == 2  # twice in the second job counts once
+    assert terms[2] == term("degree", RS, 1)
+
+
+def test_fields_outside_the_query_fields_are_ignored():
+    jobs = [{"title": ["nurse"], "description": ["long", "noisy", "text"]}]
+    assert [t.term for t in collect_terms(jobs, FIELDS)] == ["nurse"]
+
+
+def test_a_short_query_is_kept_whole_even_its_requirement_words():
+    terms = [term("nurse"), term("degree", RS), term("care")]
+    assert cap_terms(terms, {}, max_terms=3, drop_first_fields=RS) == ["nurse", "degree", "care"]
+
+
+def test_rule_1_requirement_summary_only_words_go_first():
+    terms = [term("nurse"), term("degree", RS), term("care"), term("bls", RS)]
+    idf = {"nurse": 1.0, "degree": 9.0, "care": 1.0, "bls": 9.0}
+    # 4 > 3: both requirement-only words go, although their IDF is the highest
+    assert cap_terms(terms, idf, max_terms=3, drop_first_fields=RS) == ["nurse", "care"]
+
+
+def test_rule_1_keeps_a_requirement_word_that_also_comes_from_another_field():
+    terms = [term("nurse"), term("license", ("requirement_summary", "keywords")), term("bls", RS)]
+    assert cap_terms(terms, {}, max_terms=2, drop_first_fields=RS) == ["nurse", "license"]
+
+
+def test_rule_2_lowest_idf_words_go_next():
+    terms = [term("work"), term("nurse"), term("icu"), term("team")]
+    idf = {"work": 0.2, "nurse": 3.0, "icu": 6.0, "team": 0.5}
+    assert cap_terms(terms, idf, max_terms=2, drop_first_fields=RS) == ["nurse", "icu"]
+
+
+def test_rule_2_never_drops_a_word_shared_by_two_jobs():
+    terms = [term("work", jobs=2), term("nurse"), term("icu"), term("team")]
+    idf = {"work": 0.2, "nurse": 3.0, "icu": 6.0, "team": 0.5}
+    # "work" has the lowest IDF but appears in two jobs: it stays, "nurse" makes room
+    assert cap_terms(terms, idf, max_terms=2, drop_first_fields=RS) == ["work", "icu"]
+
+
+def test_rules_1_and_2_together():
+    terms = [
+        term("care", jobs=3),
+        term("degree", RS, jobs=2),  # requirement-only: goes in rule 1 although shared
+        term("patient"),
+        term("icu"),
+        term("bls", RS),
+        term("ward"),
+    ]
+    idf = {"care": 0.1, "degree": 5.0, "patient": 2.0, "icu": 7.0, "bls": 8.0, "ward": 1.0}
+    # rule 1 leaves care, patient, icu, ward (4 > 3); rule 2 drops "ward" (lowest unshared IDF)
+    assert cap_terms(terms, idf, max_terms=3, drop_first_fields=RS) == ["care", "patient", "icu"]
+
+
+def test_equal_idfs_are_broken_by_the_word():
+    terms = [term("b"), term("a"), term("c")]
+    assert cap_terms(terms, {}, max_terms=2, drop_first_fields=RS) == ["b", "a"]
+
+
+def test_the_cap_holds_when_shared_words_alone_exceed_it():
+    terms = [term("x", jobs=2), term("y", jobs=2), term("z", jobs=3)]
+    idf = {"x": 1.0, "y": 3.0, "z": 2.0}
+    assert cap_terms(terms, idf, max_terms=2, drop_first_fields=RS) == ["y", "z"]
+
+
+def test_build_query_end_to_end():
+    jobs = [
+        {"title": ["registered", "nurse"], "requirement_summary": ["license"]},
+        {"title": ["nurse"], "keywords": ["icu", "care"]},
+    ]
+    idf = {"registered": 2.0, "nurse": 0.5, "license": 4.0, "icu": 5.0, "care": 1.0}
+    assert build_query(jobs, FIELDS, idf, 300, RS) == [
+        "registered",
+        "nurse",
+        "license",
+        "icu",
+        "care",
+    ]
+    assert build_query(jobs, FIELDS, idf, 3, RS) == ["registered", "nurse", "icu"]
+
+
+def test_negative_query_is_a_seeded_sixth_in_order():
+    terms = [f"t{i}" for i in range(30)]
+    first = negative_query(terms, 1 / 6, candidate_rng(7, 42, "negative"))
+    again = negative_query(terms, 1 / 6, candidate_rng(7, 42, "negative"))
+    other = negative_query(terms, 1 / 6, candidate_rng(7, 43, "negative"))
+    assert first == again
+    assert first != other
+    assert len(first) == 5
+    assert first == sorted(first, key=terms.index)
+    assert set(first) <= set(terms)
+
+
+def test_negative_query_keeps_at_least_one_term():
+    rng = np.random.default_rng(0)
+    assert len(negative_query(["only", "two"], 1 / 6, rng)) == 1
+    assert negative_query([], 1 / 6, rng) == []

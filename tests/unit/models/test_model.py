@@ -1,0 +1,284 @@
+"""DRMM network, batches and metrics: pure torch / numpy, no Spark."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from jobrec_core.models.drmm import Drmm, DrmmInputs, DrmmSpec, hinge_loss, phases, set_phase
+from jobrec_core.models.inputs import pad_queries, to_bytes
+from jobrec_core.ranking.metrics import (
+    average_precision_at_k,
+    mean_average_precision,
+    pairwise_accuracy,
+    rank_within_queries,
+)
+from jobrec_core.training.batches import ReaderSettings, rebatch
+from jobrec_core.training.worker import should_stop
+
+BINS = 30
+
+
+def spec(**overrides: Any) -> DrmmSpec:
+    values: dict[str, Any] = dict(
+        bins=BINS, histogram="lch", mlp_layers=3, mlp_width=8, gating="idf", gate_dim=1
+    )
+    values.update(overrides)
+    return DrmmSpec(**values)
+
+
+def inputs(batch: int, terms: list[int], extras: int = 0, seed: int = 0) -> DrmmInputs:
+    """Random inputs with queries of the given lengths, padded to the longest."""
+    generator = torch.Generator().manual_seed(seed)
+    longest = max(terms)
+    mask = torch.arange(longest)[None, :] < torch.tensor(terms)[:, None]
+    return DrmmInputs(
+        hist=torch.rand(batch, longest, BINS + 1, generator=generator),
+        mask=mask,
+        gate=torch.rand(batch, longest, 1, generator=generator) * 5,
+        extras=torch.rand(batch, extras, generator=generator) * 10,
+    )
+
+
+def test_scores_one_value_per_pair_for_every_configuration():
+    for extras in ((), ("unigrams", "bigrams", "bm25")):
+        model = Drmm(spec(extras=extras, extras_keep=0.3)).eval()
+        scores = model.score(inputs(4, [3, 1, 5, 2], extras=len(extras)))
+        assert scores.shape == (4,)
+        assert torch.isfinite(scores).all()
+
+
+def test_padded_query_terms_change_nothing():
+    model = Drmm(spec()).eval()
+    batch = inputs(3, [2, 4, 1])
+    noisy = DrmmInputs(
+        batch.hist.masked_fill(~batch.mask[:, :, None], 7.0),
+        batch.mask,
+        batch.gate.masked_fill(~batch.mask[:, :, None], -3.0),
+        batch.extras,
+    )
+    torch.testing.assert_close(model.score(batch), model.score(noisy))
+    # The same query alone, without padding, scores the same.
+    alone = DrmmInputs(batch.hist[2:, :1], batch.mask[2:, :1], batch.gate[2:, :1], batch.extras[2:])
+    torch.testing.assert_close(model.score(alone), model.score(batch)[2:])
+
+
+def test_a_query_without_terms_scores_zero_not_nan():
+    model = Drmm(spec()).eval()
+    batch = inputs(2, [3, 3])
+    batch.mask[1] = False
+    assert model.score(batch)[1].item() == 0.0
+
+
+def test_embedding_gating_takes_a_vector_per_term():
+    model = Drmm(spec(gating="embedding", gate_dim=5)).eval()
+    batch = inputs(2, [2, 3])
+    batch.gate = torch.rand(2, 3, 5)
+    assert model.score(batch).shape == (2,)
+
+
+def test_training_steps_reduce_the_loss_on_a_separable_set():
+    torch.manual_seed(0)
+    model = Drmm(spec())
+    positive, negative = inputs(64, [3] * 64, seed=1), inputs(64, [3] * 64, seed=2)
+    positive.hist[:, :, BINS] += 2.0  # exact matches: the relevant documents
+    negative.gate = positive.gate
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+
+    def loss() -> torch.Tensor:
+        return hinge_loss(model.score(positive), model.score(negative), 1.0)
+
+    before = loss().item()
+    for _ in range(60):
+        optimizer.zero_grad()
+        value = loss()
+        value.backward()
+        optimizer.step()
+    assert loss().item() < 0.2 * before
+    assert (
+        pairwise_accuracy(
+            model.score(positive).detach().numpy(), model.score(negative).detach().numpy()
+        )
+        == 1.0
+    )
+
+
+def test_two_phase_training_freezes_the_right_parameters():
+    torch.manual_seed(0)
+    model = Drmm(spec(extras=("bigrams", "bm25"), two_phase=True, phase2_keep={"bm25": 0.2}))
+    assert phases(model.spec) == (1, 2)
+    positive, negative = (
+        inputs(16, [2] * 16, extras=2, seed=3),
+        inputs(16, [2] * 16, extras=2, seed=4),
+    )
+    last = {name for name, _ in model.combine.named_parameters(prefix="combine")}  # type: ignore[union-attr]
+
+    def step_and_changed() -> set[str]:
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.5)
+        optimizer.zero_grad()
+        hinge_loss(model.score(positive), model.score(negative), 1.0).backward()
+        optimizer.step()
+        return {n for n, p in model.named_parameters() if not torch.equal(before[n], p)}
+
+    set_phase(model, 1)
+    changed = step_and_changed()
+    assert changed and not changed & last
+    set_phase(model, 2)
+    # The bias gets no gradient from a pairwise loss (it cancels in s(d+) - s(d-)).
+    assert step_and_changed() == {"combine.weight"}
+    # Phase 2 drops BM25 with its own keep probability (0.2), the bigrams not at all.
+    torch.testing.assert_close(model.keep_phase2, torch.tensor([1.0, 0.2]))
+
+
+def test_the_last_layer_starts_as_the_document_score_alone():
+    model = Drmm(spec(extras=("bm25",))).eval()
+    batch = inputs(3, [2, 2, 2], extras=1)
+    without = Drmm(spec()).eval()
+    without.load_state_dict(model.state_dict(), strict=False)
+    torch.testing.assert_close(model.score(batch), without.score(batch))
+
+
+def test_spec_round_trips_through_json_values():
+    original = spec(extras=("unigrams",), two_phase=True, phase2_keep={"unigrams": 0.5})
+    assert DrmmSpec.from_dict(original.to_dict()) == original
+
+
+@pytest.mark.parametrize(
+    ("accuracies", "stop"),
+    [
+        ([0.5], False),
+        ([0.5, 0.6], False),
+        ([0.5, 0.505], True),
+        ([0.9, 0.8921], True),
+        ([0.9, 0.891], False),
+    ],
+)
+def test_early_stopping_is_the_seeds_rule(accuracies, stop):
+    assert should_stop(accuracies, 0.008) is stop
+
+
+# --- batches ---------------------------------------------------------------------------------
+
+
+def test_ragged_histograms_pad_into_a_mask():
+    rows = [np.arange(2 * 3, dtype=np.int16), np.zeros(0, dtype=np.int16), np.ones(3, np.int16)]
+    blobs = np.array([r.tobytes() for r in rows], dtype=object)
+    padded, mask = pad_queries(blobs, np.int16, 3)
+    assert padded.shape == (3, 2, 3)
+    assert mask.tolist() == [[True, True], [False, False], [True, False]]
+    assert padded[0].ravel().tolist() == list(range(6))
+    assert padded[2, 0].tolist() == [1, 1, 1] and not padded[2, 1].any()
+
+
+def test_list_columns_become_bytes_of_the_right_type():
+    import pandas as pd
+
+    frame = to_bytes(pd.DataFrame({"query_idf": [[1.5, 2.0]], "hist": [[1, 2]], "doc_len": [3]}))
+    assert np.frombuffer(frame["query_idf"][0], np.float32).tolist() == [1.5, 2.0]
+    assert np.frombuffer(frame["hist"][0], np.int16).tolist() == [1, 2]
+    assert frame["doc_len"][0] == 3
+
+
+def test_rebatch_keeps_every_row_once_and_shuffles_by_seed():
+    groups = [{"x": np.arange(start, start + 10)} for start in range(0, 100, 10)]
+
+    def batches(seed: int, shuffle: bool = True) -> list[np.ndarray]:
+        settings = ReaderSettings(
+            (), batch_size=16, shuffle=shuffle, seed=seed, shuffle_buffer_rows=35
+        )
+        return [b["x"] for b in rebatch(iter(groups), settings)]
+
+    first = batches(1)
+    assert sorted(np.concatenate(first).tolist()) == list(range(100))
+    assert [len(b) for b in first][:-1] == [16] * (len(first) - 1)
+    assert np.array_equal(np.concatenate(first), np.concatenate(batches(1)))
+    assert not np.array_equal(np.concatenate(first), np.concatenate(batches(2)))
+    assert np.concatenate(batches(0, shuffle=False)).tolist() == list(range(100))
+
+
+# --- metrics ---------------------------------------------------------------------------------
+
+
+def test_average_precision_at_k_by_hand():
+    # One query, relevance in ranked order 1 0 1 0 0, three relevant in all, k = 3:
+    # (1/1 + 2/3) / min(3, 3).
+    ranked = rank_within_queries(
+        np.zeros(5, dtype=int),
+        np.array([5.0, 4, 3, 2, 1]),
+        np.array([1, 0, 1, 0, 1]),
+        np.arange(5),
+    )
+    assert average_precision_at_k(ranked, 3)[0] == pytest.approx((1 + 2 / 3) / 3)
+
+
+def test_map_sorts_by_score_within_each_query_and_breaks_ties_by_document():
+    query = np.array([7, 7, 7, 3, 3])
+    score = np.array([0.1, 0.9, 0.5, 1.0, 1.0])
+    label = np.array([1, 0, 0, 0, 1])
+    document = np.array([1, 2, 3, 20, 10])
+    # Query 7: ranks 2, 3, 1 -> the relevant one is third: AP@10 = (1/3) / 1.
+    # Query 3: a tie; document 10 (relevant) first: AP = 1.
+    assert mean_average_precision(query, score, label, document, 10) == pytest.approx(
+        (1 / 3 + 1) / 2
+    )
+
+
+def test_queries_without_relevant_documents_have_zero_ap():
+    ranked = rank_within_queries(np.zeros(3, int), np.arange(3.0), np.zeros(3, int), np.arange(3))
+    assert average_precision_at_k(ranked, 10).tolist() == [0.0]
+
+
+# --- the promotion gate ------------------------------------------------------------------------
+
+
+def test_promotion_gate_needs_floors_and_at_least_the_champion_on_both():
+    from jobrec_core.training.promotion import Scores, decide
+
+    challenger = Scores("5", accuracy=0.9, map=0.8)
+    assert decide(challenger, None, 0.6, 0.6)[0]
+    assert not decide(challenger, None, 0.95, 0.6)[0]
+    assert not decide(challenger, None, 0.6, 0.85)[0]
+    assert decide(challenger, Scores("4", 0.9, 0.8), 0.6, 0.6)[0]  # ties promote
+    assert not decide(challenger, Scores("4", 0.91, 0.7), 0.6, 0.6)[0]  # worse accuracy
+    assert not decide(challenger, Scores("4", 0.8, 0.81), 0.6, 0.6)[0]  # worse MAP
+    promoted, reason = decide(challenger, Scores("5", 0.9, 0.8), 0.6, 0.6)
+    assert promoted and "already" in reason
+
+
+# --- embedding gating ------------------------------------------------------------------------
+
+
+def test_query_vectors_look_up_words_in_any_script_and_zero_the_unknown():
+    from jobrec_core.features.query_vectors import QueryVectors
+
+    words = ["λογιστής", "nurse", "driver"]
+    table = QueryVectors.of([w.encode() for w in words], np.array([[3.0, 4.0], [1, 0], [0, 2]]))
+    found = table.lookup([b"driver", "λογιστής".encode(), b"unknown", b"nurse"])
+    expected = np.array([[0, 1], [0.6, 0.8], [0, 0], [1, 0]], dtype=np.float32)
+    np.testing.assert_allclose(found, expected, atol=1e-6)
+    again = QueryVectors.from_state(table.to_state())
+    np.testing.assert_allclose(again.lookup([b"nurse"]), [[1, 0]])
+
+
+def test_embedding_gate_places_each_words_vector_at_its_term():
+    import pandas as pd
+
+    from jobrec_core.features.query_vectors import QueryVectors
+    from jobrec_core.models.inputs import query_gate
+
+    table = QueryVectors.of([b"a", b"b", b"c"], np.eye(3))
+    frame = to_bytes(
+        pd.DataFrame(
+            {"query_idf": [[1.0, 1.0], [], [1.0]], "query_terms": [["c", "a"], [], ["zz"]]}
+        )
+    )
+    columns = {c: np.asarray(v) for c, v in frame.items()}
+    gate, mask = query_gate(columns, table)
+    assert gate.shape == (3, 2, 3)
+    assert mask.tolist() == [[True, True], [False, False], [True, False]]
+    np.testing.assert_allclose(gate[0], [[0, 0, 1], [1, 0, 0]])
+    assert not gate[1:].any()  # no terms, and an unknown word

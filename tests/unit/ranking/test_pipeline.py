@@ -1,0 +1,80 @@
+"""The ranking pipeline's steps on pandas: the contract, composition, ranks and cut-offs."""
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from jobrec_core.ranking.pipeline import Cutoff, Pipeline, Reranker, ScoreColumns, _ranked_hits
+from jobrec_core.ranking.scorers import Bm25Scorer, score_column
+
+
+@dataclass(frozen=True)
+class JobIdScorer:
+    """Prefers the higher job id: an order unlike BM25's, to see a re-ranker reorder."""
+
+    name: str = "job id"
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        return frame["job_id"].to_numpy(dtype=np.float64)
+
+
+def retrieved() -> pd.DataFrame:
+    queries = pd.DataFrame(
+        {
+            "candidate_id": [1, 2],
+            "query_terms": [["java", "developer"], ["nurse"]],
+            "own_job_ids": [[30], []],
+            "full_hits": [
+                [
+                    {"job_id": 30, "score": 9.0},
+                    {"job_id": 10, "score": 5.0},
+                    {"job_id": 20, "score": 5.0},
+                    {"job_id": 40, "score": 1.0},
+                ],
+                [{"job_id": 50, "score": 3.0}, {"job_id": 60, "score": 2.0}],
+            ],
+        }
+    )
+    return _ranked_hits(queries)
+
+
+def test_retrieval_drops_own_jobs_keeps_bm25_ranks_and_breaks_ties_by_job_id():
+    frame = retrieved()
+    first = frame[frame["candidate_id"] == 1]
+    assert first["job_id"].tolist() == [10, 20, 40]  # 30 is the candidate's own job
+    assert first["bm25_rank"].tolist() == [2, 3, 4]  # ranks as the index returned them
+    assert first["rank"].tolist() == [1, 2, 3]  # 10 and 20 tie on score: the lower id first
+    assert list(frame.columns) == [
+        "candidate_id",
+        "query_terms",
+        "job_id",
+        "score",
+        "rank",
+        "bm25",
+        "bm25_rank",
+    ]
+
+
+def test_a_reranker_replaces_score_and_rank_and_the_cutoff_keeps_the_top_k():
+    pipeline = Reranker(JobIdScorer()) % 2
+    assert isinstance(pipeline, Pipeline) and isinstance(pipeline.steps[-1], Cutoff)
+    top = pipeline.transform(retrieved())
+    assert top[top["candidate_id"] == 1]["job_id"].tolist() == [40, 20]
+    assert top[top["candidate_id"] == 2]["job_id"].tolist() == [60, 50]
+    assert top["rank"].tolist() == [1, 2, 1, 2]
+    assert "bm25_rank" in top.columns  # what came before is kept
+
+
+def test_composition_flattens_and_score_columns_keep_only_what_is_asked():
+    both = ScoreColumns([Bm25Scorer(), JobIdScorer()], keep=["candidate_id", "job_id"])
+    pipeline = Reranker(JobIdScorer()) >> (both % 10)
+    assert len(pipeline.steps) == 3
+    scored = both.transform(retrieved())
+    assert list(scored.columns) == [
+        "candidate_id",
+        "job_id",
+        score_column(Bm25Scorer()),
+        score_column(JobIdScorer()),
+    ]
+    assert scored[score_column(Bm25Scorer())].tolist() == retrieved()["bm25"].tolist()
