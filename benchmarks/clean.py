@@ -39,6 +39,7 @@ from jobrec_core.cleaning.wmd_filter import candidate_pairs
 from jobrec_core.config import load_config
 from jobrec_core.platform.spark import get_spark
 from jobrec_core.platform.tables import read_delta, table_path
+from jobrec_core.text.vectors import keyed_vectors
 from jobrec_core.text.wmd import DocumentBatch, VectorTable, WmdDocument, wmd, wmd_pairs
 
 REPO = Path(__file__).resolve().parents[1]
@@ -84,8 +85,6 @@ def run_job(job: str, overrides: list[str]) -> bool:
 
 def compare_on_pairs(overrides: list[str], args: argparse.Namespace) -> None:
     """Per pair on the preset's own pairs: gensim, POT one by one, the compiled batch."""
-    from gensim.models import KeyedVectors
-
     logging.getLogger("gensim").setLevel(logging.WARNING)
     config = load_config("local", overrides, REPO / "conf")
     spark = get_spark(config)
@@ -107,7 +106,7 @@ def compare_on_pairs(overrides: list[str], args: argparse.Namespace) -> None:
     )
     spark.stop()
 
-    keyed = KeyedVectors.load(vectors_file, mmap="r")
+    keyed = keyed_vectors(vectors_file)
     table = VectorTable.from_vectors(np.asarray(keyed.vectors))
     firsts = [WmdDocument.from_word_ids(np.asarray(ids)) for ids in sample["words_a"]]
     seconds = [WmdDocument.from_word_ids(np.asarray(ids)) for ids in sample["words_b"]]

@@ -35,6 +35,7 @@ from jobrec_core.features.matching import document_features, query_features
 from jobrec_core.models.drmm import Drmm, DrmmSpec
 from jobrec_core.models.registry import score_frame
 from jobrec_core.ranking.scorers import WmdScorer
+from jobrec_core.text.vectors import keyed_vectors
 
 K = 10
 
@@ -52,9 +53,7 @@ def synthetic_vectors(words: int, dim: int, path: str) -> str:
 
 
 def vocabulary_of(path: str) -> Vocabulary:
-    from gensim.models import KeyedVectors
-
-    keyed = KeyedVectors.load(path, mmap="r")
+    keyed = keyed_vectors(path)
     words = np.asarray(keyed.index_to_key, dtype=str)
     idf = np.random.default_rng(1).uniform(1, 10, len(words)).astype(np.float32)
     vectors = np.asarray(keyed.vectors)

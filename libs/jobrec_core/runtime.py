@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import warnings
 from collections.abc import Callable, Sequence
 
 from jobrec_core.config import JobrecConfig, load_config
+from jobrec_core.platform.quiet import quiet_petastorm
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 NOISY_LOGGERS = (
@@ -60,15 +60,6 @@ def setup_logging(level: int = logging.INFO) -> None:
     for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(logging.WARNING)
     quiet_petastorm()
-
-
-def quiet_petastorm() -> None:
-    """petastorm 0.13 uses pyarrow's legacy dataset API, the only one its pinned pyarrow 14
-    supports (STACK.md), and leaves a file handle to the garbage collector; the warnings on
-    every read say nothing actionable. Called again before each read, because torch's lazy
-    imports put a catch-all "once" filter in front of earlier ones."""
-    for category in (FutureWarning, ResourceWarning):
-        warnings.filterwarnings("ignore", category=category, module=r"petastorm(\.|$)")
 
 
 def entry_point(main: Callable[[], int]) -> Callable[[], None]:

@@ -1,6 +1,6 @@
 """Re-rankers over BM25's candidates: one scoring pass, any number of models side by side.
 
-A re-ranker scores rows of the MAP-set shape (`pairs.MAP_SCHEMA`: one row per query and
+A re-ranker scores rows of the MAP-set shape (`features.matching.MAP_SCHEMA`: one row per query and
 document, with the query's terms and IDFs, the document's histogram, length, extra features
 and BM25 score), plus `doc_tokens` for WMD. Three kinds, as in PyTerrier's
 retrieve-then-rerank pipelines, all with the same `score(frame) -> ndarray` interface:
@@ -11,8 +11,9 @@ retrieve-then-rerank pipelines, all with the same `score(frame) -> ndarray` inte
 * :class:`DrmmScorer`: a trained DRMM, shipped to the executors as bytes in a broadcast (its
   spec, weights and word vectors), so executors need no access to the model registry.
 
-:func:`score_documents` runs them all in one `mapInPandas` pass and keeps only small columns;
-each scorer's model is loaded once per Python worker.
+The ranking pipeline's `ScoreColumns` step runs any number of them in one `mapInPandas` pass
+and keeps only small columns; `Reranker` orders a pool by one of them. Each scorer's model is
+loaded once per Python worker.
 """
 
 from __future__ import annotations

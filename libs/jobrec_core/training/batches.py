@@ -39,8 +39,8 @@ from jobrec_core.models.inputs import (
     to_bytes,
     triple_columns,
 )
+from jobrec_core.platform.quiet import quiet_petastorm
 from jobrec_core.platform.tables import local_path
-from jobrec_core.runtime import quiet_petastorm
 
 log = logging.getLogger(__name__)
 

@@ -107,7 +107,10 @@ def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion):
     columns = ["candidate_id", "rank", "job_id", "bm25_rank"]
     batch = pd.DataFrame(pipeline.transform_spark(queries).select(*columns).toPandas())
     one_by_one = pd.concat(
-        [pipeline.transform(pd.DataFrame([row])) for row in queries.toPandas().to_dict("records")]
+        [
+            pipeline.transform(pd.DataFrame([row]))
+            for row in pd.DataFrame(queries.toPandas()).to_dict("records")
+        ]
     )[columns]
     ordered = ["candidate_id", "rank"]
     pd.testing.assert_frame_equal(
