@@ -32,7 +32,6 @@ from jobrec_core.evaluation.curve import CurvePoint, curve_sizes
 from jobrec_core.evaluation.ground_truth import ground_truth_rows, with_relevance
 from jobrec_core.evaluation.protocols import BM25, paper_protocol, triple_documents
 from jobrec_core.evaluation.report import EvaluationReport
-from jobrec_core.features.queries import candidate_queries
 from jobrec_core.models.registry import model_entry, model_of
 from jobrec_core.platform import manifest
 from jobrec_core.platform.spark import arrow_batch
@@ -50,6 +49,7 @@ from jobrec_core.ranking.factory import (
     RankingInputs,
     baseline_scorers,
     featured_pool,
+    queries_of,
     ranking_inputs,
 )
 from jobrec_core.ranking.pipeline import ScoreColumns
@@ -197,14 +197,7 @@ def run_ground_truth(
     if count <= 0 or not is_delta_table(spark, truth_path):
         log.info("ground truth: skipped (no generator ground truth, or 0 candidates asked for)")
         return [], 0
-    queries = candidate_queries(
-        held_out_candidates(spark, config, count),
-        inputs.jobs,
-        inputs.embeddings_version,
-        inputs.words_and_idf,
-        config.queries,
-        config.run.seed,
-    ).cache()
+    queries = queries_of(config, inputs, held_out_candidates(spark, config, count)).cache()
     checkpoint = RetrievalCheckpoint(
         config, table_path(config, "silver", "ground_truth_retrieval"), QUARANTINE_SOURCE
     )

@@ -4,22 +4,22 @@
     pipeline = rerank_pipeline(config, inputs, scorer, sink)  # BM25 >> features >> scorer % k
 
 **Adding a re-ranker.** Write a class with a `name` and `score(frame) -> ndarray` (the
-`ranking.scorers.Scorer` protocol) that reads any column a feature step adds; add one entry to
-:data:`BASELINES` (or train it and register it, as the DRMMs are); name it in
+`ranking.scorers.Scorer` protocol) that reads any column a feature step adds, decorated with
+`@untrained("Name")` (or train it and register it, as the DRMMs are); name it in
 `evaluation.baselines`. Evaluation then scores it next to the others, and serving can use it
 by the same pipeline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.features.matching import document_tokens
+from jobrec_core.features.queries import candidate_queries
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import local_path, read_delta
 from jobrec_core.ranking.pipeline import (
@@ -31,7 +31,7 @@ from jobrec_core.ranking.pipeline import (
     RetrievalSink,
     keep_in_memory,
 )
-from jobrec_core.ranking.scorers import Bm25Scorer, Scorer, WmdScorer
+from jobrec_core.ranking.scorers import UNTRAINED, Scorer
 from jobrec_core.search.bm25 import serving_index
 from jobrec_core.search.connection import EsConnection, make_client, resolve_connection
 from jobrec_core.text.vectors import broadcast_idf
@@ -70,18 +70,31 @@ def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
     )
 
 
-# The untrained re-rankers, by the name `evaluation.baselines` gives them.
-BASELINES: dict[str, Callable[[RankingInputs], Scorer]] = {
-    "BM25": lambda inputs: Bm25Scorer("BM25"),
-    "WMD": lambda inputs: WmdScorer(inputs.vectors_file, "WMD"),
-}
+def queries_of(config: JobrecConfig, inputs: RankingInputs, candidates: DataFrame) -> DataFrame:
+    """The queries frame of `candidates` (`candidate_id, sequence`): the query of all of each
+    candidate's jobs, with the run's embeddings (`features.queries.candidate_queries`)."""
+    return candidate_queries(
+        candidates,
+        inputs.jobs,
+        inputs.embeddings_version,
+        inputs.words_and_idf,
+        config.queries,
+        config.run.seed,
+    )
 
 
 def baseline_scorers(config: JobrecConfig, inputs: RankingInputs) -> list[Scorer]:
-    unknown = [name for name in config.evaluation.baselines if name not in BASELINES]
+    """The untrained re-rankers named in `evaluation.baselines` (`ranking.scorers.UNTRAINED`),
+    each given the inputs its fields name."""
+    unknown = [name for name in config.evaluation.baselines if name not in UNTRAINED]
     if unknown:
-        raise ValueError(f"evaluation.baselines: unknown {unknown}; known: {sorted(BASELINES)}")
-    return [BASELINES[name](inputs) for name in config.evaluation.baselines]
+        raise ValueError(f"evaluation.baselines: unknown {unknown}; known: {sorted(UNTRAINED)}")
+    scorers = []
+    for name in config.evaluation.baselines:
+        cls = UNTRAINED[name]
+        wanted = {f.name: getattr(inputs, f.name) for f in fields(cls) if f.name != "name"}
+        scorers.append(cls(name=name, **wanted))
+    return scorers
 
 
 def featured_pool(

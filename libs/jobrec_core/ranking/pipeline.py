@@ -283,7 +283,7 @@ class Reranker(Step):
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         column = score_column(self.scorer)
         scored = ScoreColumns([self.scorer]).transform_spark(frame.drop("score", "rank"))
-        order = Window.partitionBy("candidate_id").orderBy(F.col(column).desc(), "job_id")
+        order = Window.partitionBy("candidate_id").orderBy(F.col("score").desc(), "job_id")
         return scored.withColumnRenamed(column, "score").withColumn(
             "rank", F.row_number().over(order)
         )

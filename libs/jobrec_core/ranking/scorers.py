@@ -21,9 +21,9 @@ from __future__ import annotations
 import hashlib
 import io
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -59,14 +59,37 @@ def score_column_of(name: str) -> str:
     return "score_" + re.sub(r"[^0-9a-z]+", "_", name.lower()).strip("_")
 
 
+# The untrained re-rankers, by the name `evaluation.baselines` gives them; each is built by
+# `ranking.factory.baseline_scorers` from the run's `RankingInputs`, every field but `name`
+# taken from the attribute of the same name (e.g. `vectors_file`).
+UNTRAINED: dict[str, type] = {}
+
+ScorerClass = TypeVar("ScorerClass", bound=type)
+
+
+def untrained(name: str) -> Callable[[ScorerClass], ScorerClass]:
+    """Registers a scorer class under `name`: what adding a re-ranker takes, with the name in
+    `evaluation.baselines`."""
+
+    def register(cls: ScorerClass) -> ScorerClass:
+        UNTRAINED[name] = cls
+        return cls
+
+    return register
+
+
+@untrained("BM25")
 @dataclass(frozen=True)
 class Bm25Scorer:
+    """The retrieval score itself: BM25's own order."""
+
     name: str = "BM25"
 
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         return frame["bm25"].to_numpy(dtype=np.float64)
 
 
+@untrained("WMD")
 @dataclass(frozen=True)
 class WmdScorer:
     """Word Mover's similarity, 1 / (1 + WMD), between the query's terms and `doc_tokens`."""

@@ -28,13 +28,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.features.queries import candidate_queries
 from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
-from jobrec_core.ranking.factory import ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
 from jobrec_core.ranking.scorers import DrmmScorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 
@@ -85,14 +84,7 @@ def run_recommend(
         found = {r["candidate_id"] for r in candidates.select("candidate_id").collect()}
         unknown = [i for i in wanted if i not in found]
     inputs = ranking_inputs(spark, config)
-    queries = candidate_queries(
-        candidates,
-        inputs.jobs,
-        inputs.embeddings_version,
-        inputs.words_and_idf,
-        config.queries,
-        config.run.seed,
-    ).cache()
+    queries = queries_of(config, inputs, candidates).cache()
     checkpoint = RetrievalCheckpoint(
         config, table_path(config, "silver", "recommendation_retrieval"), QUARANTINE_SOURCE
     )

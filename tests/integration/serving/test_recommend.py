@@ -17,11 +17,10 @@ from pyspark.sql import functions as F
 from jobrec_core.config import JobrecConfig
 from jobrec_core.evaluation.protocols import BM25, WMD
 from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
-from jobrec_core.features.queries import candidate_queries
 from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, table_path
-from jobrec_core.ranking.factory import ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
 from jobrec_core.ranking.scorers import DrmmScorer
 from jobrec_core.results import publish
 from jobrec_core.serving.stage import run_recommend, show_candidate
@@ -93,15 +92,7 @@ def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion):
     """One request on the driver (pandas) and a batch in Spark give the same top k."""
     config, _ = champion
     inputs = ranking_inputs(spark, config)
-    candidates = held_out_candidates(spark, config, 3)
-    queries = candidate_queries(
-        candidates,
-        inputs.jobs,
-        inputs.embeddings_version,
-        inputs.words_and_idf,
-        config.queries,
-        config.run.seed,
-    )
+    queries = queries_of(config, inputs, held_out_candidates(spark, config, 3))
     scorer = DrmmScorer.of(spark, "champion", load_champion(config).model)
     pipeline = rerank_pipeline(config, inputs, scorer)
     columns = ["candidate_id", "rank", "job_id", "bm25_rank"]
