@@ -63,9 +63,9 @@ def curve_figure(report: EvaluationReport) -> Any:
         paper_sizes = sorted(PAPER_CURVE)
         paper_shares = [s / paper_sizes[-1] for s in paper_sizes]
         axis.plot(
-            paper_shares, [PAPER_CURVE[s][0] for s in paper_sizes], "--", label="seed accuracy"
+            paper_shares, [PAPER_CURVE[s][0] for s in paper_sizes], "--", label="paper accuracy"
         )
-        axis.plot(paper_shares, [PAPER_CURVE[s][1] for s in paper_sizes], "--", label="seed MAP")
+        axis.plot(paper_shares, [PAPER_CURVE[s][1] for s in paper_sizes], "--", label="paper MAP")
         axis.set_xlabel(
             f"share of the largest sample (ours {largest:,}, paper's {paper_sizes[-1]:,})"
         )
@@ -121,7 +121,7 @@ def findings(report: EvaluationReport) -> list[str]:
     if rerankers:
         best = max(rerankers, key=lambda r: r.map)
         lines.append(
-            f"- Seed's protocol: the best MAP@{report.k} is {best.ranker}'s ({best.map:.3f})."
+            f"- The paper's protocol: the best MAP@{report.k} is {best.ranker}'s ({best.map:.3f})."
         )
     others = [g for g in report.ground_truth if g.ranker != BM25]
     bm25 = next((g for g in report.ground_truth if g.ranker == BM25), None)

@@ -4,7 +4,7 @@
 
 Computes every candidate's exact mean similarities (no pruning), then the precision and recall
 of the removed jobs against the ground truth's noise jobs at each threshold of a sweep (the
-seed's 0.45 included). Prints the table and saves the curve as a PNG.
+paper's 0.45 included). Prints the table and saves the curve as a PNG.
 """
 
 from __future__ import annotations

@@ -32,11 +32,11 @@ class EvaluationReport:
             f"  {'ranker':<10}{'accuracy':>18}{f'MAP@{k}':>18}{'diversity':>18}",
         ]
         for row in self.protocol:
-            seed = PAPER_PROTOCOL.get(row.ranker, {})
+            paper = PAPER_PROTOCOL.get(row.ranker, {})
             lines.append(
-                f"  {row.ranker:<10}{_with_paper(row.accuracy, seed.get('accuracy')):>18}"
-                f"{_with_paper(row.map, seed.get('map')):>18}"
-                f"{_with_paper(row.diversity, seed.get('diversity'), '.2f'):>18}"
+                f"  {row.ranker:<10}{_with_paper(row.accuracy, paper.get('accuracy')):>18}"
+                f"{_with_paper(row.map, paper.get('map')):>18}"
+                f"{_with_paper(row.diversity, paper.get('diversity'), '.2f'):>18}"
             )
         lines.append(f"  ({BM25}'s MAP is 1 by construction: its top 50 are the relevant ones)")
         for ranker, reason in self.skipped.items():
@@ -73,6 +73,7 @@ class EvaluationReport:
         return asdict(self)
 
 
-def _with_paper(ours: float | None, seed: float | None, spec: str = ".3f") -> str:
+def _with_paper(ours: float | None, paper: float | None, spec: str = ".3f") -> str:
+    """Our figure, with the paper's in brackets when it reports one."""
     text = "-" if ours is None or np.isnan(ours) else format(ours, spec)
-    return text if seed is None else f"{text} ({format(seed, spec)})"
+    return text if paper is None else f"{text} ({format(paper, spec)})"
