@@ -271,6 +271,8 @@ class EvaluationConfig(_Section):
     learning_curve: bool
     ground_truth_candidates: int = Field(ge=0)
     baselines: list[str]
+    held_out_candidates: int = Field(ge=0)
+    bootstrap_resamples: int = Field(ge=100)
 
 
 class QualityConfig(_Section):

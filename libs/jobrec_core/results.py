@@ -6,6 +6,7 @@ logs the same tables (MLflow tables), plots and metrics to an `evaluate` run.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,8 @@ import pandas as pd
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.evaluation.curve import PAPER_CURVE
+from jobrec_core.evaluation.ground_truth import GroundTruthRow
+from jobrec_core.evaluation.held_out import HeldOutRow
 from jobrec_core.evaluation.protocols import BM25
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.platform import manifest
@@ -27,9 +30,18 @@ def tables(report: EvaluationReport) -> dict[str, pd.DataFrame]:
     frames = {
         "protocol": pd.DataFrame([vars(r) for r in report.protocol]),
         "learning_curve": pd.DataFrame([vars(p) for p in report.curve]),
-        "ground_truth": pd.DataFrame([vars(g) for g in report.ground_truth]),
+        "ground_truth": pd.DataFrame([_flat_row(g) for g in report.ground_truth]),
+        "held_out": pd.DataFrame([_flat_row(h) for h in report.held_out]),
     }
     return {name: frame for name, frame in frames.items() if not frame.empty}
+
+
+def _flat_row(row: GroundTruthRow | HeldOutRow) -> dict[str, Any]:
+    """A ground-truth row as flat columns: the paired difference as `vs_bm25_<field>`."""
+    values = {name: value for name, value in vars(row).items() if name != "versus_reference"}
+    if row.versus_reference is not None:
+        values |= {f"vs_bm25_{k}": v for k, v in asdict(row.versus_reference).items()}
+    return values
 
 
 def metrics(report: EvaluationReport) -> dict[str, float]:
@@ -46,6 +58,21 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
         values[f"ground_truth.{key}.p_at_{report.k}"] = gt.precision
         values[f"ground_truth.{key}.ndcg_at_{report.k}"] = gt.ndcg
         values[f"ground_truth.{key}.diversity"] = gt.diversity
+        values[f"ground_truth.{key}.p_at_{report.k}_low"] = gt.precision_low
+        values[f"ground_truth.{key}.p_at_{report.k}_high"] = gt.precision_high
+        if gt.versus_reference is not None:
+            values[f"ground_truth.{key}.vs_bm25.p_at_{report.k}"] = gt.versus_reference.mean
+            values[f"ground_truth.{key}.vs_bm25.p_holm"] = gt.p_holm
+    if report.ceiling is not None:
+        values[f"ground_truth.ceiling.p_at_{report.k}"] = report.ceiling.mean
+    for held in report.held_out:
+        key = _key(held.ranker)
+        values[f"held_out.{key}.mrr"] = held.mrr
+        values[f"held_out.{key}.recall_at_{report.k}"] = held.recall
+        values[f"held_out.{key}.ndcg_at_{report.k}"] = held.ndcg
+    if report.agreement is not None:
+        values["held_out.agreement.spearman"] = report.agreement.spearman
+        values["held_out.agreement.kendall"] = report.agreement.kendall
     return values
 
 
@@ -77,11 +104,28 @@ def ground_truth_figure(report: EvaluationReport) -> Any:
     with chart((7, 4), title, (0, 1), grid="y") as (figure, axis):
         names = [g.ranker for g in report.ground_truth]
         positions = range(len(names))
-        for offset, values, label in (
-            (-0.2, [g.precision for g in report.ground_truth], f"P@{report.k}"),
-            (0.2, [g.ndcg for g in report.ground_truth], f"nDCG@{report.k}"),
+        rows = report.ground_truth
+        for offset, values, lows, highs, label in (
+            (
+                -0.2,
+                [g.precision for g in rows],
+                [g.precision_low for g in rows],
+                [g.precision_high for g in rows],
+                f"P@{report.k}",
+            ),
+            (
+                0.2,
+                [g.ndcg for g in rows],
+                [g.ndcg_low for g in rows],
+                [g.ndcg_high for g in rows],
+                f"nDCG@{report.k}",
+            ),
         ):
-            axis.bar([p + offset for p in positions], values, 0.4, label=label)
+            errors = [
+                [v - low for v, low in zip(values, lows, strict=True)],
+                [high - v for v, high in zip(values, highs, strict=True)],
+            ]
+            axis.bar([p + offset for p in positions], values, 0.4, yerr=errors, label=label)
         axis.set_xticks(list(positions), names)
     return figure
 
@@ -123,14 +167,26 @@ def findings(report: EvaluationReport) -> list[str]:
         lines.append(
             f"- The paper's protocol: the best MAP@{report.k} is {best.ranker}'s ({best.map:.3f})."
         )
-    others = [g for g in report.ground_truth if g.ranker != BM25]
-    bm25 = next((g for g in report.ground_truth if g.ranker == BM25), None)
-    if bm25 is not None and others:
+    others = [g for g in report.ground_truth if g.versus_reference is not None]
+    if others:
         best_gt = max(others, key=lambda g: g.precision)
-        verdict = "beats" if best_gt.precision > bm25.precision else "does not beat"
+        versus = best_gt.versus_reference
+        assert versus is not None
+        if best_gt.p_holm < 0.05:
+            verdict = "beats" if versus.mean > 0 else "is worse than"
+            verdict += " BM25's own order, significantly"
+        else:
+            verdict = "shows no significant difference from BM25's own order"
         lines.append(
             f"- Ground truth: the best re-ranker, {best_gt.ranker} (P@{report.k} "
-            f"{best_gt.precision:.3f}), {verdict} BM25's own order ({bm25.precision:.3f})."
+            f"{best_gt.precision:.3f}), {verdict} (paired difference {versus.mean:+.3f}, 95% CI "
+            f"[{versus.low:+.3f}, {versus.high:+.3f}], Holm-corrected p {best_gt.p_holm:.4f})."
+        )
+    if report.agreement is not None:
+        lines.append(
+            f"- Held-out interest: across {report.agreement.rankers} rankers, held-out MRR orders "
+            f"them like the ground truth's P@{report.k} with Spearman "
+            f"{report.agreement.spearman:+.2f} (Kendall {report.agreement.kendall:+.2f})."
         )
     return [*lines, ""] if lines else []
 

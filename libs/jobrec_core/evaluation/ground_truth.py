@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.evaluation.protocols import BM25, ranked_by
-from jobrec_core.ranking.metrics import diversity, ndcg_at_k, precision_at_k, top_k
+from jobrec_core.evaluation.statistics import (
+    Interval,
+    PairedDifference,
+    against_reference,
+    bootstrap_mean,
+)
+from jobrec_core.ranking.metrics import Ranked, diversity, ndcg_at_k, precision_at_k, top_k
 from jobrec_core.ranking.scorers import score_column_of
 
 PAPER_PRECISION = {BM25: 0.84, "DRMM v1": 0.82}  # P@10 judged by hand, 100 candidates
@@ -21,10 +28,26 @@ PAPER_PRECISION = {BM25: 0.84, "DRMM v1": 0.82}  # P@10 judged by hand, 100 cand
 
 @dataclass(frozen=True)
 class GroundTruthRow:
+    """One ranker's P@k and nDCG@k with 95% intervals, and its paired P@k difference with the
+    reference (BM25: zero by definition), Holm-corrected across the rankers compared."""
+
     ranker: str
     precision: float
     ndcg: float
     diversity: float
+    precision_low: float = float("nan")
+    precision_high: float = float("nan")
+    ndcg_low: float = float("nan")
+    ndcg_high: float = float("nan")
+    versus_reference: PairedDifference | None = None
+    p_holm: float = float("nan")
+
+
+@dataclass(frozen=True)
+class GroundTruth:
+    rows: list[GroundTruthRow]
+    candidates: int
+    ceiling: Interval  # the best P@k any order of the same pools could reach
 
 
 def with_relevance(documents: DataFrame, jobs: DataFrame, truth: DataFrame) -> DataFrame:
@@ -42,19 +65,42 @@ def with_relevance(documents: DataFrame, jobs: DataFrame, truth: DataFrame) -> D
     )
 
 
-def ground_truth_rows(scored: pd.DataFrame, rankers: list[str], k: int) -> list[GroundTruthRow]:
-    """P@k, nDCG@k and diversity against the first ranker's top k (BM25), per ranker, from
-    labelled rows with one score column per ranker."""
-    reference_top = top_k(ranked_by(scored, score_column_of(rankers[0])), k)
+def ground_truth(
+    scored: pd.DataFrame, rankers: list[str], k: int, resamples: int, seed: int
+) -> GroundTruth:
+    """Labelled rows with one score column per ranker -> per ranker P@k, nDCG@k and diversity
+    against the first ranker's top k (the reference, BM25), each with its interval, and the
+    paired P@k difference with the reference per candidate."""
+    if scored.empty:
+        return GroundTruth([], 0, Interval(float("nan"), float("nan"), float("nan")))
+    reference = ranked_by(scored, score_column_of(rankers[0]))
+    reference_top = top_k(reference, k)
+    ranked = {name: ranked_by(scored, score_column_of(name)) for name in rankers}
+    precision = {name: precision_at_k(r, k) for name, r in ranked.items()}
+    compared = against_reference(precision, resamples, seed)
     rows = []
-    for name in rankers:
-        ranked = ranked_by(scored, score_column_of(name))
+    for name, r in ranked.items():
+        p_interval = bootstrap_mean(precision[name], resamples, seed)
+        n_interval = bootstrap_mean(ndcg_at_k(r, k), resamples, seed)
+        versus, p_holm = compared.get(name, (None, float("nan")))
         rows.append(
             GroundTruthRow(
                 name,
-                float(precision_at_k(ranked, k).mean()),
-                float(ndcg_at_k(ranked, k).mean()),
-                diversity(top_k(ranked, k), reference_top, k),
+                p_interval.mean,
+                n_interval.mean,
+                diversity(top_k(r, k), reference_top, k),
+                p_interval.low,
+                p_interval.high,
+                n_interval.low,
+                n_interval.high,
+                versus,
+                p_holm,
             )
         )
-    return rows
+    return GroundTruth(rows, reference.queries, ceiling(reference, k, resamples, seed))
+
+
+def ceiling(ranked: Ranked, k: int, resamples: int, seed: int) -> Interval:
+    """The best possible P@k inside each candidate's pool: min(k, relevant jobs in it) / k."""
+    relevant = np.add.reduceat((ranked.label > 0).astype(np.float64), ranked.starts)
+    return bootstrap_mean(np.minimum(relevant, k) / k, resamples, seed)

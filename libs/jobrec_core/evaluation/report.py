@@ -1,5 +1,5 @@
-"""The evaluation's report: the paper's protocol, the learning curve and ground truth, printed
-next to the paper's figures."""
+"""The evaluation's report: the paper's protocol, the learning curve, the ground truth and the
+held-out interest, printed next to the paper's figures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import numpy as np
 
 from jobrec_core.evaluation.curve import PAPER_CURVE, CurvePoint
 from jobrec_core.evaluation.ground_truth import PAPER_PRECISION, GroundTruthRow
+from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
+from jobrec_core.evaluation.statistics import Interval, PairedDifference
 
 
 @dataclass
@@ -22,6 +24,10 @@ class EvaluationReport:
     queries: dict[str, int] = field(default_factory=dict)  # experiment -> queries measured
     curve: list[CurvePoint] = field(default_factory=list)
     ground_truth: list[GroundTruthRow] = field(default_factory=list)
+    ceiling: Interval | None = None  # the best P@k inside the ground truth's pools
+    held_out: list[HeldOutRow] = field(default_factory=list)
+    held_out_found: float = float("nan")  # share of held-out jobs in the pool at all
+    agreement: Agreement | None = None  # held-out MRR against ground-truth P@k, across rankers
 
     def format(self) -> str:
         """The three tables, ours next to the paper's."""
@@ -55,22 +61,94 @@ class EvaluationReport:
                     f"{_with_paper(point.dev_map, paper_map):>20}"
                 )
         if self.ground_truth:
-            lines += [
-                "",
-                f"3. Ground truth: {self.queries.get('ground_truth', 0):,} held-out candidates, "
-                f"BM25's top 100 re-ranked, top {k} judged against their latent interests",
-                f"  {'ranker':<10}{f'P@{k}':>18}{f'nDCG@{k}':>10}{'diversity':>11}",
-            ]
-            for gt in self.ground_truth:
-                precision = _with_paper(gt.precision, PAPER_PRECISION.get(gt.ranker))
-                lines.append(
-                    f"  {gt.ranker:<10}{precision:>18}{gt.ndcg:>10.3f}{gt.diversity:>11.2f}"
-                )
-            lines.append("  (the paper's P@10 was judged by hand on 100 candidates)")
+            lines += ["", *self._ground_truth_lines()]
+        if self.held_out:
+            lines += ["", *self._held_out_lines()]
         return "\n".join(lines)
+
+    def _ground_truth_lines(self) -> list[str]:
+        k = self.k
+        lines = [
+            f"3. Ground truth: {self.queries.get('ground_truth', 0):,} held-out candidates, "
+            f"BM25's top 100 re-ranked, top {k} judged against their latent interests "
+            "(95% bootstrap intervals over candidates)",
+            f"  {'ranker':<10}{f'P@{k}':>18}{'95% CI':>16}{f'nDCG@{k}':>10}{'95% CI':>16}"
+            f"{'diversity':>11}",
+        ]
+        for gt in self.ground_truth:
+            precision = _with_paper(gt.precision, PAPER_PRECISION.get(gt.ranker))
+            precision_ci = _interval(gt.precision_low, gt.precision_high)
+            ndcg_ci = _interval(gt.ndcg_low, gt.ndcg_high)
+            lines.append(
+                f"  {gt.ranker:<10}{precision:>18}{precision_ci:>16}"
+                f"{gt.ndcg:>10.3f}{ndcg_ci:>16}{gt.diversity:>11.2f}"
+            )
+        lines.append("  (the paper's P@10 was judged by hand on 100 candidates)")
+        if self.ceiling is not None:
+            lines.append(
+                f"  ceiling: the best order of the same pools reaches P@{k} "
+                f"{self.ceiling.mean:.3f} {_interval(self.ceiling.low, self.ceiling.high)}"
+            )
+        compared = [gt for gt in self.ground_truth if gt.versus_reference is not None]
+        if compared:
+            lines += [
+                f"  Against BM25, paired per candidate (P@{k}; p: sign-flip randomisation, "
+                "Holm-corrected)",
+                f"  {'ranker':<10}{'difference':>12}{'95% CI':>18}{'p':>9}"
+                f"{'wins':>7}{'ties':>7}{'losses':>8}",
+            ]
+            for gt in compared:
+                lines.append(_paired_line(gt.ranker, gt.versus_reference, gt.p_holm))
+        return lines
+
+    def _held_out_lines(self) -> list[str]:
+        k = self.k
+        lines = [
+            f"4. Held-out interest: {self.queries.get('held_out', 0):,} held-out candidates, their "
+            "highest-scored job held out, the query from the others, the same pipeline "
+            f"(held-out job in the pool for {self.held_out_found:.1%})",
+            f"  {'ranker':<10}{'MRR':>8}{'95% CI':>16}{f'Recall@{k}':>11}{'95% CI':>16}"
+            f"{f'nDCG@{k}':>9}{'95% CI':>16}",
+        ]
+        for row in self.held_out:
+            lines.append(
+                f"  {row.ranker:<10}{row.mrr:>8.3f}{_interval(row.mrr_low, row.mrr_high):>16}"
+                f"{row.recall:>11.3f}{_interval(row.recall_low, row.recall_high):>16}"
+                f"{row.ndcg:>9.3f}{_interval(row.ndcg_low, row.ndcg_high):>16}"
+            )
+        compared = [row for row in self.held_out if row.versus_reference is not None]
+        if compared:
+            lines += [
+                "  Against BM25, paired per candidate (MRR; p: sign-flip randomisation, "
+                "Holm-corrected)",
+                f"  {'ranker':<10}{'difference':>12}{'95% CI':>18}{'p':>9}"
+                f"{'wins':>7}{'ties':>7}{'losses':>8}",
+            ]
+            for row in compared:
+                lines.append(_paired_line(row.ranker, row.versus_reference, row.p_holm))
+        if self.agreement is not None:
+            lines.append(
+                f"  Agreement with the ground truth across {self.agreement.rankers} rankers "
+                f"(held-out MRR vs P@{k}): Spearman {self.agreement.spearman:+.2f}, "
+                f"Kendall {self.agreement.kendall:+.2f}"
+            )
+        return lines
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def _paired_line(ranker: str, difference: PairedDifference | None, p_holm: float) -> str:
+    assert difference is not None
+    d = difference
+    return (
+        f"  {ranker:<10}{d.mean:>+12.3f}{_interval(d.low, d.high, '+.3f'):>18}"
+        f"{p_holm:>9.4f}{d.wins:>7,}{d.ties:>7,}{d.losses:>8,}"
+    )
+
+
+def _interval(low: float, high: float, spec: str = ".3f") -> str:
+    return f"[{format(low, spec)}, {format(high, spec)}]"
 
 
 def _with_paper(ours: float | None, paper: float | None, spec: str = ".3f") -> str:

@@ -1,5 +1,5 @@
-"""Stage 5a: does the re-ranker recommend better jobs than BM25 alone? Three experiments
-(the paper §7-8).
+"""Stage 5a: does the re-ranker recommend better jobs than BM25 alone? Four experiments
+(the first three after the paper §7-8).
 
 1. **The paper's protocol** on the test splits (`evaluation.protocols`), for BM25's own order,
    the baselines and every DRMM configuration trained on the current pairs.
@@ -12,6 +12,10 @@
    their jobs, BM25's top 100 minus their own jobs, the features); every ranker scores the
    same rows in one Spark pass, and their top k are judged against the generator's latent
    interests.
+4. **Held-out interest** (`evaluation.held_out`): held-out candidates' highest-scored job held
+   out, the query built from their other jobs, through the same pipeline; where each ranker
+   puts the held-out job. It needs no ground truth, so it exists on real data; its agreement
+   with the ground truth across rankers is reported.
 
 This module alone reads and writes tables here; only the scores come back to the driver,
 where the metrics are numpy (`ranking.metrics`).
@@ -29,7 +33,13 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.evaluation.curve import CurvePoint, curve_sizes
-from jobrec_core.evaluation.ground_truth import ground_truth_rows, with_relevance
+from jobrec_core.evaluation.ground_truth import GroundTruth, ground_truth, with_relevance
+from jobrec_core.evaluation.held_out import (
+    HeldOut,
+    agreement,
+    held_out_interest,
+    with_held_out_label,
+)
 from jobrec_core.evaluation.protocols import BM25, paper_protocol, triple_documents
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.models.registry import model_entry, model_of
@@ -189,28 +199,81 @@ def held_out_candidates(spark: SparkSession, config: JobrecConfig, count: int) -
     )
 
 
-def run_ground_truth(
-    spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, rankers: list[Scorer]
-) -> tuple[list, int]:
-    count = config.evaluation.ground_truth_candidates
-    truth_path = RawLocations.of(config).ground_truth
-    if count <= 0 or not is_delta_table(spark, truth_path):
-        log.info("ground truth: skipped (no generator ground truth, or 0 candidates asked for)")
-        return [], 0
-    queries = queries_of(config, inputs, held_out_candidates(spark, config, count)).cache()
-    checkpoint = RetrievalCheckpoint(
-        config, table_path(config, "silver", "ground_truth_retrieval"), QUARANTINE_SOURCE
-    )
+def _scored_pools(
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    rankers: list[Scorer],
+    queries: DataFrame,
+    name: str,
+    label: Callable[[DataFrame], DataFrame],
+) -> pd.DataFrame:
+    """The recommendation pipeline's pools for `queries` (searches kept in `silver/<name>`),
+    every ranker's score, then `label(scored)`'s judgement, on the driver."""
+    checkpoint = RetrievalCheckpoint(config, table_path(config, "silver", name), QUARANTINE_SOURCE)
     pipeline = featured_pool(config, inputs, checkpoint) >> ScoreColumns(
         rankers, keep=["candidate_id", "job_id"]
     )
     scored = pipeline.transform_spark(queries)
     with arrow_batch(spark, config.histograms.map_queries_per_batch):
-        labelled = _collect(with_relevance(scored, inputs.jobs, read_delta(spark, truth_path)))
+        return _collect(label(scored))
+
+
+def run_ground_truth(
+    spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, rankers: list[Scorer]
+) -> GroundTruth | None:
+    count = config.evaluation.ground_truth_candidates
+    truth_path = RawLocations.of(config).ground_truth
+    if count <= 0 or not is_delta_table(spark, truth_path):
+        log.info("ground truth: skipped (no generator ground truth, or 0 candidates asked for)")
+        return None
+    queries = queries_of(config, inputs, held_out_candidates(spark, config, count)).cache()
+    truth = read_delta(spark, truth_path)
+    labelled = _scored_pools(
+        spark,
+        config,
+        inputs,
+        rankers,
+        queries,
+        "ground_truth_retrieval",
+        lambda scored: with_relevance(scored, inputs.jobs, truth),
+    )
     queries.unpersist()
     names = [scorer.name for scorer in rankers]
-    return ground_truth_rows(labelled, names, config.evaluation.k), int(
-        labelled["candidate_id"].nunique()
+    settings = config.evaluation
+    return ground_truth(labelled, names, settings.k, settings.bootstrap_resamples, config.run.seed)
+
+
+# --- 4. held-out interest -----------------------------------------------------------------------
+
+
+def run_held_out(
+    spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, rankers: list[Scorer]
+) -> HeldOut | None:
+    """Held-out candidates' highest-scored job held out, the rest as the query
+    (`evaluation.held_out`); no ground truth read."""
+    settings = config.evaluation
+    if settings.held_out_candidates <= 0:
+        return None
+    candidates = held_out_candidates(spark, config, settings.held_out_candidates)
+    queries = queries_of(config, inputs, candidates, hold_out=True).cache()
+    labelled = _scored_pools(
+        spark,
+        config,
+        inputs,
+        rankers,
+        queries,
+        "held_out_retrieval",
+        lambda scored: with_held_out_label(scored, queries),
+    )
+    queries.unpersist()
+    return held_out_interest(
+        labelled,
+        [scorer.name for scorer in rankers],
+        settings.k,
+        config.retrieval.top_k,
+        settings.bootstrap_resamples,
+        config.run.seed,
     )
 
 
@@ -232,15 +295,22 @@ def run_evaluation(
     # BM25's row of the paper's table is its own order of the MAP sets, not a score column.
     rerankers = [scorer for scorer in baselines if scorer.name != BM25] + drmm
     log.info(
-        "evaluation 1/3: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
+        "evaluation 1/4: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
     )
     report.protocol, queries = run_paper_protocol(spark, config, rerankers, inputs.tokens)
     report.queries |= queries
     if config.evaluation.learning_curve and trainer is not None:
-        log.info("evaluation 2/3: learning curve")
+        log.info("evaluation 2/4: learning curve")
         report.curve = run_learning_curve(spark, config, trainer)
-    log.info("evaluation 3/3: ground truth")
-    report.ground_truth, report.queries["ground_truth"] = run_ground_truth(
-        spark, config, inputs, [*baselines, *drmm]
-    )
+    log.info("evaluation 3/4: ground truth")
+    measured = run_ground_truth(spark, config, inputs, [*baselines, *drmm])
+    if measured is not None:
+        report.ground_truth, report.ceiling = measured.rows, measured.ceiling
+        report.queries["ground_truth"] = measured.candidates
+    log.info("evaluation 4/4: held-out interest")
+    held_out = run_held_out(spark, config, inputs, [*baselines, *drmm])
+    if held_out is not None:
+        report.held_out, report.held_out_found = held_out.rows, held_out.found
+        report.queries["held_out"] = held_out.candidates
+        report.agreement = agreement(held_out, report.ground_truth)
     return report

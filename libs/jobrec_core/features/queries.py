@@ -197,17 +197,26 @@ def candidate_queries(
     words_and_idf: Broadcast,
     settings: QueriesConfig,
     seed: int,
+    hold_out: bool = False,
 ) -> DataFrame:
     """`candidate_id, sequence` -> `candidate_id, own_job_ids, query_terms`: the query of all
-    of each candidate's jobs (no held-out positive), as recommendations and their evaluation
-    ask it."""
+    of each candidate's jobs, as recommendations ask it.
+
+    With `hold_out`, each candidate's `positive_job_id` (the cleaning's highest-scored job) is
+    held out: the query comes from the other jobs, the held-out job stays eligible in the pool
+    (it leaves `own_job_ids`), and `held_out_job_id` names it, for the evaluation to find."""
+    positive = F.col("positive_job_id") if hold_out else F.lit(None).cast("int")
     inputs = query_inputs(
-        candidates.select(
-            "candidate_id", "sequence", F.lit(None).cast("int").alias("positive_job_id")
-        ),
+        candidates.select("candidate_id", "sequence", positive.alias("positive_job_id")),
         jobs,
         list(settings.fields),
     )
-    return build_queries(inputs, version, words_and_idf, settings, seed).select(
-        "candidate_id", "own_job_ids", "query_terms"
+    queries = build_queries(inputs, version, words_and_idf, settings, seed)
+    if not hold_out:
+        return queries.select("candidate_id", "own_job_ids", "query_terms")
+    return queries.select(
+        "candidate_id",
+        F.filter("own_job_ids", lambda job: job != F.col("positive_job_id")).alias("own_job_ids"),
+        "query_terms",
+        F.col("positive_job_id").alias("held_out_job_id"),
     )

@@ -70,9 +70,12 @@ def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
     )
 
 
-def queries_of(config: JobrecConfig, inputs: RankingInputs, candidates: DataFrame) -> DataFrame:
-    """The queries frame of `candidates` (`candidate_id, sequence`): the query of all of each
-    candidate's jobs, with the run's embeddings (`features.queries.candidate_queries`)."""
+def queries_of(
+    config: JobrecConfig, inputs: RankingInputs, candidates: DataFrame, hold_out: bool = False
+) -> DataFrame:
+    """The queries frame of `candidates` (`candidate_id, sequence`, `positive_job_id` with
+    `hold_out`): the query of all of each candidate's jobs, or of all but the held-out one, with
+    the run's embeddings (`features.queries.candidate_queries`)."""
     return candidate_queries(
         candidates,
         inputs.jobs,
@@ -80,6 +83,7 @@ def queries_of(config: JobrecConfig, inputs: RankingInputs, candidates: DataFram
         inputs.words_and_idf,
         config.queries,
         config.run.seed,
+        hold_out,
     )
 
 

@@ -86,6 +86,14 @@ def ndcg_at_k(ranked: Ranked, k: int) -> np.ndarray:
     return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
 
 
+def reciprocal_rank(ranked: Ranked, k: int) -> np.ndarray:
+    """1 / the rank (from 1) of each query's first relevant document within the top k; 0 when
+    none is there."""
+    found = (ranked.label > 0) & (ranked.rank < k)
+    first = np.where(found, 1.0 / (ranked.rank + 1.0), 0.0)
+    return np.maximum.reduceat(first, ranked.starts)
+
+
 def top_k(ranked: Ranked, k: int) -> list[np.ndarray]:
     """The first k documents of each query, in ranked order."""
     ends = np.minimum(np.r_[ranked.starts[1:], len(ranked.rank)], ranked.starts + k)

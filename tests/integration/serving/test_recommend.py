@@ -43,7 +43,7 @@ def quick(config: JobrecConfig, **evaluation) -> JobrecConfig:
 def champion(spark, tiny, tiny_pairs):
     """DRMM v1 trained on the tiny pairs and made champion for this module only (the
     registry is shared with the promotion tests, which start without a champion)."""
-    config = quick(tiny[0], ground_truth_candidates=40)
+    config = quick(tiny[0], ground_truth_candidates=40, held_out_candidates=40)
     outcome = run_training(spark, config, fresh=True)
     client = MlflowClient(config.mlflow.tracking_uri)
     name, alias = config.mlflow.model_name, config.mlflow.champion_alias
@@ -143,6 +143,11 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     truth = {row.ranker: row for row in report.ground_truth}
     assert set(truth) == {BM25, WMD, "DRMM v1"} and truth[BM25].diversity == 0.0
     assert all(0 <= row.precision <= 1 and 0 <= row.ndcg <= 1 for row in truth.values())
+    assert [row.ranker for row in report.held_out] == [BM25, WMD, "DRMM v1"]
+    assert 0 < report.queries["held_out"] <= 40 and 0 < report.held_out_found <= 1
+    found = report.held_out_found
+    assert all(0 <= row.mrr <= found and 0 <= row.recall <= found for row in report.held_out)
+    assert report.agreement is not None and report.agreement.rankers == 3
 
     text = results.read_text()
     assert "0.966" in text and "learning_curve_sizes.png" in text

@@ -17,6 +17,7 @@ from jobrec_core.evaluation.protocols import (
     triple_accuracy,
 )
 from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.evaluation.statistics import PairedDifference
 from jobrec_core.ranking.metrics import average_precision_at_k, rank_within_queries
 from jobrec_core.ranking.scorers import Bm25Scorer, WmdScorer, score_column
 from jobrec_core.results import markdown, metrics, write_report
@@ -77,12 +78,21 @@ def test_report_prints_ours_next_to_the_seeds_figures():
     )
 
 
-def test_findings_say_whether_a_reranker_beats_bm25():
+def test_findings_say_whether_a_reranker_beats_bm25_significantly():
     judged = report()
-    judged.ground_truth.append(GroundTruthRow("DRMM v1", 0.55, 0.6, 6.0))
+    worse = PairedDifference(-0.05, -0.08, -0.02, 0.001, 10, 20, 20)
+    judged.ground_truth.append(
+        GroundTruthRow("DRMM v1", 0.55, 0.6, 6.0, versus_reference=worse, p_holm=0.002)
+    )
     text = markdown(judged, "jobrec demo", {})
     assert "the best MAP@10 is DRMM v1's (0.950)" in text
-    assert "DRMM v1 (P@10 0.550), does not beat BM25's own order (0.600)" in text
+    assert "DRMM v1 (P@10 0.550), is worse than BM25's own order, significantly" in text
+    assert "-0.050" in text and "[-0.080, -0.020]" in text  # the paired table
+    noise = PairedDifference(0.01, -0.02, 0.04, 0.4, 20, 10, 20)
+    judged.ground_truth[-1] = GroundTruthRow(
+        "DRMM v1", 0.61, 0.6, 6.0, versus_reference=noise, p_holm=0.4
+    )
+    assert "shows no significant difference" in markdown(judged, "jobrec demo", {})
 
 
 def test_report_files_are_written_with_their_plots(tmp_path):
