@@ -30,7 +30,7 @@ class EvaluationReport:
     agreement: Agreement | None = None  # held-out MRR against ground-truth P@k, across rankers
 
     def format(self) -> str:
-        """The three tables, ours next to the paper's."""
+        """The tables, ours next to the paper's."""
         k = self.k
         lines = [
             f"1. The paper's protocol: {self.queries.get('triples', 0):,} test triples, "

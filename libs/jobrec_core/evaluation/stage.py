@@ -283,7 +283,7 @@ def run_held_out(
 def run_evaluation(
     spark: SparkSession, config: JobrecConfig, trainer: CurveTrainer | None = None
 ) -> EvaluationReport:
-    """The three experiments (see the module); the learning curve runs when
+    """The four experiments (see the module); the learning curve runs when
     `evaluation.learning_curve` is on and a `trainer` is given."""
     inputs = ranking_inputs(spark, config)
     models, skipped = current_models(spark, config)
