@@ -48,10 +48,14 @@ from jobrec_core.pairs.splits import (
     split_sizes,
 )
 from jobrec_core.platform import manifest
-from jobrec_core.platform.quarantine import QualityReport, enforce_budget
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import local_path, read_delta, table_path, write_delta
-from jobrec_core.search.bm25 import quarantine_failed_searches, retrieve, serving_index
+from jobrec_core.search.bm25 import (
+    BOTH_QUERIES,
+    RetrievalCheckpoint,
+    retrieve,
+    serving_index,
+)
 from jobrec_core.search.connection import make_client, resolve_connection
 from jobrec_core.text.vectors import broadcast_idf
 
@@ -146,17 +150,12 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
 
     retrieval_path = table_path(config, "silver", "retrieval")
     partitions = spark.sparkContext.defaultParallelism
+    checkpoint = RetrievalCheckpoint(config, retrieval_path, QUARANTINE_SOURCE, tuple(BOTH_QUERIES))
     with _step(f"retrieval from {index} (silver/retrieval)"):
-        write_delta(
-            retrieve(searchable, connection, index, config.retrieval, partitions), retrieval_path
+        retrieved = checkpoint(
+            retrieve(searchable, connection, index, config.retrieval, partitions), queries
         )
-    retrieved = read_delta(spark, retrieval_path)
-    searched = retrieved.count()
-    failed = quarantine_failed_searches(config, queries, retrieved, QUARANTINE_SOURCE)
-    report = QualityReport(
-        QUARANTINE_SOURCE, searched, searched - failed, {"search_failed": failed} if failed else {}
-    )
-    enforce_budget(report, config.quality.error_budget_fraction)
+    failed = checkpoint.failed
 
     selected = select_triples(queries, retrieved, seed).cache()
     outcomes = {

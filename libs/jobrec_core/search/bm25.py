@@ -229,6 +229,7 @@ class RetrievalCheckpoint:
     config: JobrecConfig
     path: str
     source: str
+    query_columns: tuple[str, ...] = tuple(FULL_QUERY)  # what a quarantined record shows
     searched: int = 0
     failed: int = 0
 
@@ -237,7 +238,7 @@ class RetrievalCheckpoint:
         stored = read_delta(queries.sparkSession, self.path)
         self.searched = stored.count()
         self.failed = quarantine_failed_searches(
-            self.config, queries, stored, self.source, tuple(FULL_QUERY)
+            self.config, queries, stored, self.source, self.query_columns
         )
         failures = {"search_failed": self.failed} if self.failed else {}
         enforce_budget(
