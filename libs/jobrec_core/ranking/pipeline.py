@@ -127,37 +127,32 @@ class Bm25Retriever(Step):
             searchable, self.connection, self.index, self.settings, self.partitions, FULL_QUERY
         )
         retrieved = self.sink(raw, queries)
+        # The index returns hits by score, then job id (`search.bm25.search_body`): a kept
+        # hit's rank is its position among the kept ones, with no sort of our own.
         hits = F.filter(
             F.transform("full_hits", lambda h, i: F.struct(h.alias("h"), (i + 1).alias("rank"))),
             lambda x: ~F.array_contains(F.col("own_job_ids"), x["h"]["job_id"]),
         )
-        rows = (
+        return (
             retrieved.where(F.col("error").isNull())
             .join(queries, "candidate_id")
-            .select("candidate_id", "query_terms", F.explode(hits).alias("x"))
+            .select("candidate_id", "query_terms", F.posexplode(hits).alias("position", "x"))
             .select(
                 "candidate_id",
                 "query_terms",
                 F.col("x.h.job_id").alias("job_id"),
+                F.col("x.h.score").cast("double").alias("score"),
+                (F.col("position") + 1).cast("int").alias("rank"),
                 F.col("x.h.score").alias("bm25"),
                 F.col("x.rank").alias("bm25_rank"),
             )
-        )
-        order = Window.partitionBy("candidate_id").orderBy(F.col("bm25").desc(), "job_id")
-        return rows.select(
-            "candidate_id",
-            "query_terms",
-            "job_id",
-            F.col("bm25").cast("double").alias("score"),
-            F.row_number().over(order).cast("int").alias("rank"),
-            "bm25",
-            "bm25_rank",
         )
 
 
 def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
     """Queries with their `full_hits` -> one row per hit that is not one of the candidate's
-    own jobs; BM25's rank counts every hit, own jobs included (as the index returned them).
+    own jobs, in the index's order (score, then job id); BM25's rank counts every hit, own jobs
+    included, and `rank` only the kept ones.
     The pandas twin of the Spark SQL in `Bm25Retriever.transform_spark` (one request's 100
     hits; the batch path never loops in Python)."""
     columns: dict[str, list[Any]] = {
@@ -183,7 +178,7 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
     ranked = pd.DataFrame(columns)
     ranked["bm25"] = ranked["bm25"].astype(np.float32)
     ranked["score"] = ranked["bm25"].astype(np.float64)
-    ranked["rank"] = _ranks(ranked)
+    ranked["rank"] = ranked.groupby("candidate_id", sort=False).cumcount().to_numpy() + 1
     return ranked[[c.split(" ")[0] for c in RANKED_SCHEMA.split(", ")]]
 
 
