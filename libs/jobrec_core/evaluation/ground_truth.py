@@ -73,9 +73,9 @@ def ground_truth(
     paired P@k difference with the reference per candidate."""
     if scored.empty:
         return GroundTruth([], 0, Interval(float("nan"), float("nan"), float("nan")))
-    reference = ranked_by(scored, score_column_of(rankers[0]))
-    reference_top = top_k(reference, k)
     ranked = {name: ranked_by(scored, score_column_of(name)) for name in rankers}
+    reference = ranked[rankers[0]]
+    reference_top = top_k(reference, k)
     precision = {name: precision_at_k(r, k) for name, r in ranked.items()}
     compared = against_reference(precision, resamples, seed)
     rows = []

@@ -125,40 +125,46 @@ def add_features(
     """Rows of (candidate, query, document) with `query_terms` and the document's `tokens`
     -> the same rows with `query_idf` and the document features. All rows of a candidate
     share one query; each candidate's documents go through one matrix product."""
-    columns: dict[str, list[Any]] = {"query_idf": [None] * len(frame)}
-    columns |= {name: [None] * len(frame) for name in DOCUMENT_FEATURES}
-    for rows in frame.groupby("candidate_id", sort=False).indices.values():
+    columns: dict[str, list[Any]] = {"query_idf": []}
+    columns |= {name: [] for name in DOCUMENT_FEATURES}
+    groups = list(frame.groupby("candidate_id", sort=False).indices.values())
+    for rows in groups:
         query = query_features(vocabulary, frame["query_terms"].iat[rows[0]])
         features = document_features(vocabulary, query, frame[tokens].iloc[rows].tolist(), bins)
-        for position, row in enumerate(rows):
-            columns["query_idf"][row] = query.idf
-            for name in DOCUMENT_FEATURES:
-                columns[name][row] = features[name][position]
-    return frame.assign(**columns)
+        columns["query_idf"] += [query.idf] * len(rows)
+        for name in DOCUMENT_FEATURES:
+            columns[name] += features[name]
+    # The columns were filled group by group: put them back in the rows' order.
+    order = frame.index[np.concatenate(groups)] if groups else frame.index
+    return frame.assign(**pd.DataFrame(columns, index=order))
 
 
 def triple_features(
     triples: DataFrame, vectors_file: str, words_and_idf: Broadcast, bins: int
 ) -> DataFrame:
     """Triples with `pos_tokens`/`neg_tokens` -> the stored features of both documents: the
-    two sides are two documents of one query, scored by :func:`add_features`."""
+    two sides are two documents of one query, featured together by :func:`add_features`
+    (one candidate, one triple)."""
     columns = schema_columns(TRIPLE_SCHEMA)
 
     def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         vocabulary = idf_vocabulary(vectors_file, words_and_idf)
         for frame in frames:
-            sides = []
-            for side, tokens in (("pos", "pos_tokens"), ("neg", "neg_tokens")):
-                featured = add_features(
-                    frame[["candidate_id", "query_terms", tokens]], vocabulary, bins, tokens
-                )
-                renamed = {name: f"{side}_{name}" for name in DOCUMENT_FEATURES}
-                sides.append(featured.rename(columns=renamed))
+            query = frame[["candidate_id", "query_terms"]]
+            both = pd.concat(
+                [query.assign(doc_tokens=frame[f"{side}_tokens"]) for side in ("pos", "neg")],
+                ignore_index=True,
+            )
+            featured = add_features(both, vocabulary, bins)
+            sides = {"pos": featured.iloc[: len(frame)], "neg": featured.iloc[len(frame) :]}
             out = frame.rename(columns={"positive_job_id": "pos_job_id"}).assign(
                 query_terms=[list(t) for t in frame["query_terms"]],
-                query_idf=sides[0]["query_idf"],
-                **{f"pos_{n}": sides[0][f"pos_{n}"] for n in DOCUMENT_FEATURES},
-                **{f"neg_{n}": sides[1][f"neg_{n}"] for n in DOCUMENT_FEATURES},
+                query_idf=sides["pos"]["query_idf"].to_numpy(),
+                **{
+                    f"{side}_{name}": part[name].to_numpy()
+                    for side, part in sides.items()
+                    for name in DOCUMENT_FEATURES
+                },
             )
             yield out[columns]
 
