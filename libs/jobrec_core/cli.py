@@ -227,7 +227,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
     from jobrec_core.results import publish
     from jobrec_core.serving.stage import run_recommend, show_candidate
     from jobrec_core.training.promotion import promote
-    from jobrec_core.training.stage import held_out_files, run_training, train_on_files
+    from jobrec_core.training.stage import gate_files, run_training, train_on_files
 
     with _local_node(config, keep=keep_es):
         spark = get_spark(config)
@@ -252,7 +252,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         print(run_indexing(spark, config).format())
         print()
         print(run_build_pairs(spark, config).format())
-        triples, map_sets = held_out_files(spark, config)
+        test_files = gate_files(spark, config)
         for version in config.model.versions:  # the paper's four configurations
             print(f"\nDRMM {version}")
             versioned = config.model_copy(
@@ -260,7 +260,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
             )
             trained = run_training(spark, versioned)
             print(trained.format())
-            print(promote(versioned, str(trained.version), triples, map_sets).format())
+            print(promote(versioned, str(trained.version), test_files).format())
         print()
         evaluation = run_evaluation(spark, config, partial(train_on_files, spark, config))
         written, _ = publish(config, evaluation, None, "jobrec demo")

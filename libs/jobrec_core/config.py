@@ -248,7 +248,8 @@ class ModelConfig(_Section):
 
 class TrainingConfig(_Section):
     max_epochs: int = Field(gt=0)
-    early_stop_delta: float = Field(ge=0)
+    early_stop_patience: int = Field(gt=0)
+    early_stop_min_gain: float = Field(ge=0)
     optimizer: Literal["adam", "adagrad", "sgd"]
     learning_rate: float = Field(gt=0)
     batch_size: int = Field(gt=0)
@@ -263,7 +264,7 @@ class TrainingConfig(_Section):
 
 class PromotionConfig(_Section):
     min_accuracy: float = Field(ge=0, le=1)
-    min_map: float = Field(ge=0, le=1)
+    bootstrap_resamples: int = Field(ge=100)
 
 
 class EvaluationConfig(_Section):

@@ -81,12 +81,13 @@ def _key(ranker: str) -> str:
 
 
 def curve_figure(report: EvaluationReport) -> Any:
-    with chart((6, 4), "DRMM learning curve", (0.5, 1.0)) as (figure, axis):
+    with chart((6, 4), "DRMM learning curve", (0.0, 1.0)) as (figure, axis):
         # Both curves against the share of their largest sample: the demo has fewer triples.
         largest = max(p.triples for p in report.curve)
         shares = [p.triples / largest for p in report.curve]
         axis.plot(shares, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
         axis.plot(shares, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
+        axis.plot(shares, [p.dev_mrr for p in report.curve], marker="o", label="dev held-out MRR")
         paper_sizes = sorted(PAPER_CURVE)
         paper_shares = [s / paper_sizes[-1] for s in paper_sizes]
         axis.plot(
@@ -222,6 +223,7 @@ def log_report(report: EvaluationReport, context: dict[str, str]) -> str:
         for point in report.curve:
             mlflow.log_metric("learning_curve.dev_accuracy", point.dev_accuracy, step=point.triples)
             mlflow.log_metric("learning_curve.dev_map", point.dev_map, step=point.triples)
+            mlflow.log_metric("learning_curve.dev_held_out_mrr", point.dev_mrr, step=point.triples)
         for name, frame in tables(report).items():
             mlflow.log_table(frame, f"tables/{name}.json")
         for name, figure in figures(report).items():

@@ -42,7 +42,7 @@ def test_base_holds_the_pipeline_constants():
     assert config.embeddings.window == 5
     assert (config.pairs.train, config.pairs.dev, config.pairs.test) == (27000, 3000, 3000)
     assert config.training.max_epochs == 50
-    assert config.training.early_stop_delta == 0.008
+    assert config.training.early_stop_patience == 3
     assert (config.model.mlp_layers, config.model.mlp_width) == (10, 10)
 
 

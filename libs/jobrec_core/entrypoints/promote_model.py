@@ -4,10 +4,12 @@
     spark-submit jobs/promote_model.py --env local --version 3
 
 Sets the `challenger` alias on the version (default: the one the last jobs/train_drmm.py
-registered), scores it and the current `champion` on the current test triples (accuracy) and
-MAP sets (MAP), and moves `champion` only if the challenger is at least as good on both and
-above `promotion.min_accuracy` / `promotion.min_map`. The decision and its numbers are tags of
-the model version. Exit code 0 either way; 1 with `--require-promotion` when not promoted.
+registered), scores it and the current `champion` on the current held-out test sets, and moves
+`champion` only if the challenger's paired gain in held-out MRR has a 95% bootstrap interval
+above zero (and its test accuracy is above `promotion.min_accuracy`); otherwise it says "not
+promoted: no significant difference" with the figures. The paper's accuracy and MAP are
+printed too. The decision and its numbers are tags of the model version. Exit code 0 either
+way; 1 with `--require-promotion` when not promoted.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from jobrec_core.platform import manifest
 from jobrec_core.platform.spark import get_spark
 from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 from jobrec_core.training.promotion import promote
-from jobrec_core.training.stage import held_out_files
+from jobrec_core.training.stage import gate_files
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -36,8 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args, config = start_job(build_parser(), argv)
     version = args.version or str(manifest.current(config, "model")["version"])
-    triples, map_sets = held_out_files(get_spark(config), config)
-    decision = promote(config, version, triples, map_sets)
+    decision = promote(config, version, gate_files(get_spark(config), config))
     print(decision.format())
     return 1 if args.require_promotion and not decision.promoted else 0
 

@@ -14,6 +14,7 @@ class CurvePoint:
     configured: int  # the size asked for (`training.learning_curve_sizes`)
     dev_accuracy: float
     dev_map: float
+    dev_mrr: float  # held-out MRR, what the epoch was selected on
     epochs: int
 
 

@@ -6,7 +6,7 @@ A job of the candidate's primary occupation is relevance 2, of the related one 1
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -14,14 +14,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.evaluation.protocols import BM25, ranked_by
-from jobrec_core.evaluation.statistics import (
+from jobrec_core.ranking.metrics import Ranked, diversity, ndcg_at_k, precision_at_k, top_k
+from jobrec_core.ranking.scorers import score_column_of
+from jobrec_core.ranking.statistics import (
     Interval,
     PairedDifference,
     against_reference,
     bootstrap_mean,
 )
-from jobrec_core.ranking.metrics import Ranked, diversity, ndcg_at_k, precision_at_k, top_k
-from jobrec_core.ranking.scorers import score_column_of
 
 PAPER_PRECISION = {BM25: 0.84, "DRMM v1": 0.82}  # P@10 judged by hand, 100 candidates
 
@@ -48,6 +48,10 @@ class GroundTruth:
     rows: list[GroundTruthRow]
     candidates: int
     ceiling: Interval  # the best P@k any order of the same pools could reach
+    # The same rows over the candidates whose relevant jobs in the pool include a real ad
+    # (scored rows with a `real_ad` column): do the rankings hold on real job text?
+    real_ad_rows: list[GroundTruthRow] = field(default_factory=list)
+    real_ad_candidates: int = 0
 
 
 def with_relevance(documents: DataFrame, jobs: DataFrame, truth: DataFrame) -> DataFrame:
@@ -70,9 +74,26 @@ def ground_truth(
 ) -> GroundTruth:
     """Labelled rows with one score column per ranker -> per ranker P@k, nDCG@k and diversity
     against the first ranker's top k (the reference, BM25), each with its interval, and the
-    paired P@k difference with the reference per candidate."""
+    paired P@k difference with the reference per candidate; the same over the real-ad slice
+    when the rows say which jobs are real ads (`real_ad`)."""
     if scored.empty:
         return GroundTruth([], 0, Interval(float("nan"), float("nan"), float("nan")))
+    rows, reference = _judged(scored, rankers, k, resamples, seed)
+    measured = GroundTruth(rows, reference.queries, ceiling(reference, k, resamples, seed))
+    if "real_ad" not in scored.columns:
+        return measured
+    relevant_real = scored["real_ad"].astype(bool) & (scored["label"] > 0)
+    sliced = scored[scored["candidate_id"].isin(scored.loc[relevant_real, "candidate_id"])]
+    if sliced.empty:
+        return measured
+    slice_rows, slice_reference = _judged(sliced, rankers, k, resamples, seed)
+    return replace(measured, real_ad_rows=slice_rows, real_ad_candidates=slice_reference.queries)
+
+
+def _judged(
+    scored: pd.DataFrame, rankers: list[str], k: int, resamples: int, seed: int
+) -> tuple[list[GroundTruthRow], Ranked]:
+    """The rows of :func:`ground_truth` and the reference's ranking."""
     ranked = {name: ranked_by(scored, score_column_of(name)) for name in rankers}
     reference = ranked[rankers[0]]
     reference_top = top_k(reference, k)
@@ -97,7 +118,7 @@ def ground_truth(
                 p_holm,
             )
         )
-    return GroundTruth(rows, reference.queries, ceiling(reference, k, resamples, seed))
+    return rows, reference
 
 
 def ceiling(ranked: Ranked, k: int, resamples: int, seed: int) -> Interval:

@@ -24,13 +24,13 @@ from scipy.stats import kendalltau, spearmanr
 
 from jobrec_core.evaluation.ground_truth import GroundTruthRow
 from jobrec_core.evaluation.protocols import ranked_by
-from jobrec_core.evaluation.statistics import (
+from jobrec_core.ranking.metrics import ndcg_at_k, reciprocal_rank
+from jobrec_core.ranking.scorers import score_column_of
+from jobrec_core.ranking.statistics import (
     PairedDifference,
     against_reference,
     bootstrap_mean,
 )
-from jobrec_core.ranking.metrics import ndcg_at_k, reciprocal_rank
-from jobrec_core.ranking.scorers import score_column_of
 
 
 @dataclass(frozen=True)

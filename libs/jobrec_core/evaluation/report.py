@@ -12,7 +12,7 @@ from jobrec_core.evaluation.curve import PAPER_CURVE, CurvePoint
 from jobrec_core.evaluation.ground_truth import PAPER_PRECISION, GroundTruthRow
 from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
-from jobrec_core.evaluation.statistics import Interval, PairedDifference
+from jobrec_core.ranking.statistics import Interval, PairedDifference
 
 
 @dataclass
@@ -25,6 +25,7 @@ class EvaluationReport:
     curve: list[CurvePoint] = field(default_factory=list)
     ground_truth: list[GroundTruthRow] = field(default_factory=list)
     ceiling: Interval | None = None  # the best P@k inside the ground truth's pools
+    real_ad_slice: list[GroundTruthRow] = field(default_factory=list)  # real ads relevant
     held_out: list[HeldOutRow] = field(default_factory=list)
     held_out_found: float = float("nan")  # share of held-out jobs in the pool at all
     agreement: Agreement | None = None  # held-out MRR against ground-truth P@k, across rankers
@@ -50,15 +51,16 @@ class EvaluationReport:
         if self.curve:
             lines += [
                 "",
-                "2. Learning curve (dev split; paper's figures in brackets)",
-                f"  {'triples':>9}{'asked':>8}{'epochs':>8}{'dev accuracy':>22}{'dev MAP':>20}",
+                "2. Learning curve (dev split, the epoch kept; paper's figures in brackets)",
+                f"  {'triples':>9}{'asked':>8}{'epochs':>8}{'dev accuracy':>22}{'dev MAP':>20}"
+                f"{'dev held-out MRR':>18}",
             ]
             for point in self.curve:
                 paper_acc, paper_map = PAPER_CURVE.get(point.configured, (None, None))
                 lines.append(
                     f"  {point.triples:>9,}{point.configured:>8,}{point.epochs:>8}"
                     f"{_with_paper(point.dev_accuracy, paper_acc):>22}"
-                    f"{_with_paper(point.dev_map, paper_map):>20}"
+                    f"{_with_paper(point.dev_map, paper_map):>20}{point.dev_mrr:>18.4f}"
                 )
         if self.ground_truth:
             lines += ["", *self._ground_truth_lines()]
@@ -99,6 +101,25 @@ class EvaluationReport:
             ]
             for gt in compared:
                 lines.append(_paired_line(gt.ranker, gt.versus_reference, gt.p_holm))
+        if self.real_ad_slice:
+            lines += [
+                f"  Slice: the {self.queries.get('ground_truth_real_ads', 0):,} candidates whose "
+                f"relevant jobs in the pool include a real ad (P@{k}; against BM25 paired, "
+                "Holm-corrected)",
+                f"  {'ranker':<10}{f'P@{k}':>8}{'95% CI':>16}{'difference':>12}{'95% CI':>18}"
+                f"{'p':>9}",
+            ]
+            for gt in self.real_ad_slice:
+                line = (
+                    f"  {gt.ranker:<10}{gt.precision:>8.3f}"
+                    f"{_interval(gt.precision_low, gt.precision_high):>16}"
+                )
+                d = gt.versus_reference
+                if d is not None:
+                    line += (
+                        f"{d.mean:>+12.3f}{_interval(d.low, d.high, '+.3f'):>18}{gt.p_holm:>9.4f}"
+                    )
+                lines.append(line)
         return lines
 
     def _held_out_lines(self) -> list[str]:

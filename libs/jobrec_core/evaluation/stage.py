@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import cast
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
@@ -71,8 +71,8 @@ log = logging.getLogger(__name__)
 QUARANTINE_SOURCE = "evaluate"
 
 # Trains the configured DRMM on the given training files (the dev split as usual) and returns
-# (dev accuracy, dev MAP, epochs) of its last epoch.
-CurveTrainer = Callable[[list[str], int], tuple[float, float, int]]
+# (dev accuracy, dev MAP, dev held-out MRR) of the epoch it kept, and the epochs it ran.
+CurveTrainer = Callable[[list[str], int], tuple[float, float, float, int]]
 
 
 # --- the models ---------------------------------------------------------------------------------
@@ -166,8 +166,7 @@ def run_learning_curve(
     for used, asked in sizes:
         log.info("learning curve: training on %d triples", used)
         files = snapshot_files(spark, subsets_path, f"train_{used}")
-        dev_accuracy, dev_map, epochs = trainer(files, used)
-        points.append(CurvePoint(used, asked, dev_accuracy, dev_map, epochs))
+        points.append(CurvePoint(used, asked, *trainer(files, used)))
     return points
 
 
@@ -219,6 +218,13 @@ def _scored_pools(
         return _collect(label(scored))
 
 
+def is_real_ad(config: JobrecConfig) -> Column:
+    """Whether `job_id` is one of the real ads: a generated dataset gives them its last ids
+    (`data.generate`). Only the ground truth's slice reads it."""
+    sizes = config.data.sizes()
+    return F.col("job_id") > sizes.jobs - sizes.real_ads
+
+
 def run_ground_truth(
     spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, rankers: list[Scorer]
 ) -> GroundTruth | None:
@@ -236,7 +242,9 @@ def run_ground_truth(
         rankers,
         queries,
         "ground_truth_retrieval",
-        lambda scored: with_relevance(scored, inputs.jobs, truth),
+        lambda scored: with_relevance(scored, inputs.jobs, truth).withColumn(
+            "real_ad", is_real_ad(config)
+        ),
     )
     queries.unpersist()
     names = [scorer.name for scorer in rankers]
@@ -306,7 +314,9 @@ def run_evaluation(
     measured = run_ground_truth(spark, config, inputs, [*baselines, *drmm])
     if measured is not None:
         report.ground_truth, report.ceiling = measured.rows, measured.ceiling
+        report.real_ad_slice = measured.real_ad_rows
         report.queries["ground_truth"] = measured.candidates
+        report.queries["ground_truth_real_ads"] = measured.real_ad_candidates
     log.info("evaluation 4/4: held-out interest")
     held_out = run_held_out(spark, config, inputs, [*baselines, *drmm])
     if held_out is not None:

@@ -17,6 +17,10 @@ TRIPLE_SPLITS = ("train", "dev", "test")
 MAP_SPLITS = ("map_dev", "map_test")
 
 
+# Held-out-interest sets: the candidates a model is selected on (dev) and gated on (test).
+HELD_OUT_SPLITS = {"held_out_dev": ("dev", "map_dev"), "held_out_test": ("test", "map_test")}
+
+
 def _seeded_hash(seed: int, purpose: str, column: str) -> Column:
     return F.xxhash64(F.lit(seed), F.lit(purpose), F.col(column))
 
@@ -108,6 +112,36 @@ def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFr
     return selected.select(
         "candidate_id", "split", "query_terms", F.explode(labelled).alias("d")
     ).select("candidate_id", "split", "query_terms", "d.*")
+
+
+def held_out_documents(assigned: DataFrame) -> DataFrame:
+    """Per candidate of the dev and test splits (triples and MAP alike), the pool a
+    recommendation would re-rank: the full query's hits minus the candidate's other own jobs,
+    with label 1 on the held-out job (the positive, which the query was built without) and
+    `bm25_rank` counted among the kept hits. Where a model puts that job is the held-out
+    interest metric: it needs only the platform's own interest data, so it exists on real
+    data, unlike the generator's latent interests, and it is what training selects epochs on
+    (`held_out_dev`) and the promotion gate compares models on (`held_out_test`)."""
+    split: Column = F.lit(None).cast("string")
+    for name, sources in HELD_OUT_SPLITS.items():
+        split = F.when(F.col("split").isin(*sources), name).otherwise(split)
+    others = F.filter("own_job_ids", lambda job: job != F.col("positive_job_id"))
+    pool = F.filter("full_hits", lambda h: ~F.array_contains(others, h["job_id"]))
+    documents = F.transform(
+        pool,
+        lambda h, i: F.struct(
+            h["job_id"].alias("job_id"),
+            (h["job_id"] == F.col("positive_job_id")).cast("int").alias("label"),
+            h["score"].alias("bm25"),
+            (i + 1).alias("bm25_rank"),
+        ),
+    )
+    return (
+        assigned.withColumn("split", split)
+        .where(F.col("split").isNotNull())
+        .select("candidate_id", "split", "query_terms", F.explode(documents).alias("d"))
+        .select("candidate_id", "split", "query_terms", "d.*")
+    )
 
 
 def _labelled(hits: Column, label: int) -> Column:

@@ -16,6 +16,10 @@ The steps, each a DataFrame -> DataFrame function (paper §6, `docs/PAIRS.md`):
 5. :func:`triple_features` and :func:`map_features`: matching histograms (counts), query
    IDFs, common unigrams and bigrams (`jobrec_core.features.matching`), one BLAS product per
    query.
+6. :func:`held_out_documents`: for the dev and test candidates, the pool a recommendation
+   would re-rank with their held-out job labelled, with the same features
+   (`gold/pairs/held_out`): what training selects epochs on and the promotion gate compares
+   models on.
 """
 
 from __future__ import annotations
@@ -38,11 +42,13 @@ from jobrec_core.features.queries import (
     query_inputs,
 )
 from jobrec_core.pairs.splits import (
+    HELD_OUT_SPLITS,
     MAP_SPLITS,
     SPLITS,
     TRIPLE_SPLITS,
     _seeded_hash,
     assign_splits,
+    held_out_documents,
     map_documents,
     select_triples,
     split_sizes,
@@ -64,18 +70,6 @@ log = logging.getLogger(__name__)
 QUARANTINE_SOURCE = "build_pairs"
 
 
-# --- 1. queries -----------------------------------------------------------------------------
-
-
-# --- 2. retrieval ---------------------------------------------------------------------------
-
-
-# --- 3. triples and 4. splits ---------------------------------------------------------------
-
-
-# --- 5. features ----------------------------------------------------------------------------
-
-
 def config_hash(config: JobrecConfig) -> str:
     """What the pairs depend on besides their inputs: the settings of stages 3 and the seed."""
     relevant = {
@@ -95,7 +89,7 @@ class PairsFunnel:
     search_failed: int
     outcomes: dict[str, int]
     splits: dict[str, int]
-    map_rows: dict[str, int]
+    pool_rows: dict[str, int]
     index: str
     embeddings: str
     config_hash: str
@@ -111,8 +105,11 @@ class PairsFunnel:
             f"  no negative (dropped)             {self.outcomes.get('no_negative', 0):>12,}",
             f"  kept                              {self.outcomes.get('kept', 0):>12,}",
         ]
-        lines += [f"  split {name:<27} {self.splits.get(name, 0):>12,}" for name in SPLITS]
-        lines += [f"  MAP rows {name:<24} {n:>12,}" for name, n in sorted(self.map_rows.items())]
+        lines += [
+            f"  split {name:<27} {self.splits.get(name, 0):>12,}"
+            for name in (*SPLITS, *HELD_OUT_SPLITS)
+        ]
+        lines += [f"  pool rows {name:<23} {n:>12,}" for name, n in sorted(self.pool_rows.items())]
         lines.append(
             f"  index {self.index}, embeddings {self.embeddings}, config {self.config_hash}"
         )
@@ -123,7 +120,8 @@ class PairsFunnel:
 
 
 def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
-    """silver candidates + the jobs index -> gold/pairs/{triples,map_sets}; see the module."""
+    """silver candidates + the jobs index -> gold/pairs/{triples,map_sets,held_out}; see the
+    module."""
     embeddings = manifest.current(config, "embeddings")
     vectors_file = local_path(embeddings["vectors"])
     jobs = read_delta(spark, embeddings["jobs"])
@@ -197,17 +195,21 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         config.pairs.map_negatives,
     ).join(documents, "job_id")
     map_path = table_path(config, "gold", "pairs/map_sets")
+    held_out_path = table_path(config, "gold", "pairs/held_out")
+    held_out_docs = held_out_documents(assigned).join(documents, "job_id")
     # A MAP row carries 100 documents of up to 500 terms: small Arrow batches keep the
     # workers' memory flat (Spark's default of 10,000 rows per batch would hold ~1M documents).
-    with (
-        _step("MAP sets with features (gold/pairs/map_sets)"),
-        arrow_batch(spark, config.histograms.map_queries_per_batch),
-    ):
-        write_delta(
-            map_features(map_docs, vectors_file, words_and_idf, bins),
-            map_path,
-            partition_by=["split"],
-        )
+    with arrow_batch(spark, config.histograms.map_queries_per_batch):
+        for name, path, rows in (
+            ("MAP sets with features (gold/pairs/map_sets)", map_path, map_docs),
+            ("held-out sets with features (gold/pairs/held_out)", held_out_path, held_out_docs),
+        ):
+            with _step(name):
+                write_delta(
+                    map_features(rows, vectors_file, words_and_idf, bins),
+                    path,
+                    partition_by=["split"],
+                )
     selected.unpersist()
 
     split_counts = _counts_by_split(read_delta(spark, triples_path).groupBy("split").count())
@@ -219,14 +221,17 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             .agg(F.countDistinct("candidate_id").alias("count"))
         ).items()
     }
-    map_rows = _counts_by_split(read_delta(spark, map_path).groupBy("split").count())
+    held_out = read_delta(spark, held_out_path).groupBy("split")
+    split_counts |= _counts_by_split(held_out.agg(F.countDistinct("candidate_id").alias("count")))
+    pool_rows = _counts_by_split(read_delta(spark, map_path).groupBy("split").count())
+    pool_rows |= _counts_by_split(held_out.count())
     funnel = PairsFunnel(
         candidates=queries.count(),
         empty_query=queries.where(F.size("query_terms") == 0).count(),
         search_failed=failed,
         outcomes=outcomes,
         splits=split_counts,
-        map_rows=map_rows,
+        pool_rows=pool_rows,
         index=index,
         embeddings=str(embeddings["version"]),
         config_hash=config_hash(config),
@@ -237,13 +242,14 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         {
             "triples": triples_path,
             "map_sets": map_path,
+            "held_out": held_out_path,
             "retrieval": retrieval_path,
             "index": index,
             "embeddings": embeddings["version"],
             "config_hash": funnel.config_hash,
             "bins": bins,
             "splits": split_counts,
-            "map_rows": map_rows,
+            "pool_rows": pool_rows,
         },
     )
     return funnel

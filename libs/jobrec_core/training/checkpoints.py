@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,6 @@ import torch
 
 from jobrec_core.models.drmm import Drmm
 from jobrec_core.models.model_io import atomic_save
-from jobrec_core.training.plan import EpochRecord
 
 CHECKPOINT_GLOB = "epoch-*.pt"
 
@@ -37,8 +35,7 @@ class Checkpoints:
         self,
         model: Drmm,
         optimizer: torch.optim.Optimizer,
-        history: list[EpochRecord],
-        stop_reasons: dict[int, str],
+        progress: dict[str, Any],
         next_phase: int,
         next_epoch: int,
         phase: int,
@@ -51,8 +48,7 @@ class Checkpoints:
                 "spec": model.spec.to_dict(),
                 "model": model.state_dict(),
                 "optimizer": optimizer.state_dict(),
-                "history": [asdict(r) for r in history],
-                "stop_reasons": {str(k): v for k, v in stop_reasons.items()},
+                **progress,  # history, stop reasons, selected epochs, the best weights so far
                 "next_phase": next_phase,
                 "next_epoch": next_epoch,
             },

@@ -15,10 +15,12 @@ class TrainPlan:
     train_files: list[str]
     dev_files: list[str]
     map_dev_files: list[str]
+    held_out_dev_files: list[str]
     checkpoint_dir: str
     seed: int
     max_epochs: int
-    early_stop_delta: float
+    early_stop_patience: int
+    early_stop_min_gain: float
     optimizer: str
     learning_rate: float
     batch_size: int
@@ -40,6 +42,7 @@ class EpochRecord:
     train_accuracy: float
     dev_accuracy: float
     dev_map: float
+    dev_mrr: float  # held-out-interest MRR on the dev candidates: what epochs are selected on
     triples: int
     seconds: float  # the whole epoch, dev evaluation included
     train_seconds: float  # the training pass alone: what triples/s is measured over
@@ -52,10 +55,18 @@ class TrainResult:
     world_size: int
     resumed_from: str | None = None
     stop_reasons: dict[int, str] = field(default_factory=dict)
+    selected: dict[int, int] = field(default_factory=dict)  # phase -> the epoch it kept
+
+    def selected_record(self) -> EpochRecord:
+        """The epoch the final model's weights come from (the last phase's selected one)."""
+        phase = max(r.phase for r in self.history)
+        epoch = self.selected.get(phase, max(r.epoch for r in self.history if r.phase == phase))
+        return next(r for r in self.history if (r.phase, r.epoch) == (phase, epoch))
 
     def to_dict(self) -> dict[str, Any]:
         values = asdict(self)
         values["stop_reasons"] = {str(k): v for k, v in self.stop_reasons.items()}
+        values["selected"] = {str(k): v for k, v in self.selected.items()}
         return values
 
     @staticmethod
@@ -66,4 +77,5 @@ class TrainResult:
             world_size=values["world_size"],
             resumed_from=values.get("resumed_from"),
             stop_reasons={int(k): v for k, v in values.get("stop_reasons", {}).items()},
+            selected={int(k): int(v) for k, v in values.get("selected", {}).items()},
         )

@@ -1,9 +1,15 @@
-"""The promotion gate: a registered challenger against the champion on the current test split.
+"""The promotion gate: a registered challenger against the champion on the current test splits.
 
 Promotion never trusts a number logged at training time: it scores the challenger and the
-current champion on the same, current test split, and moves the champion alias only when the
-challenger is at least as good on both accuracy and MAP and above the configured floors. The
-decision and its numbers are tags of the model version."""
+current champion on the same, current held-out test sets (`pairs.splits.held_out_documents`:
+each test candidate's held-out job in the pool a recommendation would re-rank) and moves the
+champion alias only when the challenger's paired gain in held-out MRR, per candidate, has a 95%
+bootstrap interval above zero. Otherwise the verdict is "not promoted: no significant
+difference" (or "significantly worse"), with the figures. The paper's accuracy and MAP are
+measured and recorded too, as the paper's protocol; accuracy is only a sanity floor (a model
+at or below chance is never promoted, even as the first). The decision and its numbers are
+tags of the model version.
+"""
 
 from __future__ import annotations
 
@@ -11,22 +17,58 @@ import logging
 import time
 from dataclasses import dataclass
 
+import numpy as np
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.registry import model_of
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
-from jobrec_core.training.scoring import evaluate
+from jobrec_core.ranking.statistics import PairedDifference, paired_difference
+from jobrec_core.training.scoring import SplitScores, evaluate
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
+class GateFiles:
+    """The current snapshot's test files: triples and MAP sets (the paper's protocol) and the
+    held-out sets (what the gate decides on)."""
+
+    triples: list[str]
+    map_sets: list[str]
+    held_out: list[str]
+
+
+@dataclass(frozen=True)
 class Scores:
+    """A registry version's scores on the test splits."""
+
     version: str
-    accuracy: float
-    map: float
+    measured: SplitScores
+
+    @property
+    def mrr(self) -> float:
+        return self.measured.held_out_mrr
+
+    @property
+    def accuracy(self) -> float:
+        return self.measured.accuracy
+
+    @property
+    def map(self) -> float:
+        return self.measured.map
+
+    @property
+    def reciprocal_ranks(self) -> np.ndarray:
+        return self.measured.reciprocal_ranks
+
+
+@dataclass(frozen=True)
+class Verdict:
+    promoted: bool
+    reason: str
+    gain: PairedDifference | None = None  # challenger - champion, held-out MRR per candidate
 
 
 @dataclass(frozen=True)
@@ -34,51 +76,65 @@ class PromotionDecision:
     model: str
     challenger: Scores
     champion: Scores | None
-    promoted: bool
-    reason: str
+    verdict: Verdict
+
+    @property
+    def promoted(self) -> bool:
+        return self.verdict.promoted
+
+    @property
+    def reason(self) -> str:
+        return self.verdict.reason
 
     def format(self) -> str:
-        rows = [f"{'':<12}{'version':>8}{'accuracy':>10}{'MAP':>8}"]
+        rows = [f"{'':<12}{'version':>8}{'held-out MRR':>14}{'accuracy':>10}{'MAP':>8}"]
         for role, scores in (("challenger", self.challenger), ("champion", self.champion)):
             if scores is not None:
                 rows.append(
-                    f"{role:<12}{scores.version:>8}{scores.accuracy:>10.4f}{scores.map:>8.4f}"
+                    f"{role:<12}{scores.version:>8}{scores.mrr:>14.4f}{scores.accuracy:>10.4f}"
+                    f"{scores.map:>8.4f}"
                 )
-        verdict = "PROMOTED to champion" if self.promoted else "NOT promoted"
+        verdict = "PROMOTED to champion" if self.promoted else "not promoted"
         return "\n".join(
             [*rows, f"{self.model} v{self.challenger.version}: {verdict}: {self.reason}"]
         )
 
 
 def decide(
-    challenger: Scores, champion: Scores | None, min_accuracy: float, min_map: float
-) -> tuple[bool, str]:
-    """The gate, a pure function: floors first, then at least as good as the champion on both
-    accuracy and MAP."""
-    if not (challenger.accuracy >= min_accuracy and challenger.map >= min_map):
-        return False, (
-            f"below the floors (accuracy {challenger.accuracy:.4f} vs {min_accuracy}, "
-            f"MAP {challenger.map:.4f} vs {min_map})"
+    challenger: Scores, champion: Scores | None, min_accuracy: float, resamples: int, seed: int
+) -> Verdict:
+    """The gate, a pure function: the sanity floor, then a significant paired gain in held-out
+    MRR over the champion (see the module)."""
+    if not challenger.accuracy >= min_accuracy:
+        return Verdict(
+            False, f"below the floor (test accuracy {challenger.accuracy:.4f} < {min_accuracy})"
         )
     if champion is None:
-        return True, "above the floors; there was no champion"
+        return Verdict(True, "above the floor; there was no champion")
     if champion.version == challenger.version:
-        return True, "already the champion"
-    if challenger.accuracy >= champion.accuracy and challenger.map >= champion.map:
-        return True, f"at least as good as champion v{champion.version} on accuracy and MAP"
-    return False, (
-        f"worse than champion v{champion.version} (accuracy {challenger.accuracy:.4f} vs "
-        f"{champion.accuracy:.4f}, MAP {challenger.map:.4f} vs {champion.map:.4f})"
+        return Verdict(True, "already the champion")
+    if len(challenger.reciprocal_ranks) != len(champion.reciprocal_ranks):
+        raise ValueError("the challenger and the champion were scored on different candidates")
+    if len(challenger.reciprocal_ranks) == 0:
+        return Verdict(False, "no held-out test candidates to compare on: rerun build_pairs")
+    gain = paired_difference(
+        challenger.reciprocal_ranks, champion.reciprocal_ranks, resamples, seed
     )
+    figures = (
+        f"held-out MRR {gain.mean:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}] (95% CI), "
+        f"p {gain.p_value:.3f}, over champion v{champion.version} on "
+        f"{len(challenger.reciprocal_ranks):,} test candidates "
+        f"(wins/ties/losses {gain.wins}/{gain.ties}/{gain.losses})"
+    )
+    if gain.low > 0:
+        return Verdict(True, f"significantly better: {figures}", gain)
+    if gain.high < 0:
+        return Verdict(False, f"significantly worse: {figures}", gain)
+    return Verdict(False, f"no significant difference: {figures}", gain)
 
 
-def promote(
-    config: JobrecConfig,
-    version: str,
-    test_triples: list[str],
-    test_map_sets: list[str],
-) -> PromotionDecision:
-    """Mark `version` challenger, compare it with the champion on the test split, move the
+def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDecision:
+    """Mark `version` challenger, compare it with the champion on the test splits, move the
     champion alias if it passes (see the module), and record the decision as tags."""
     settings = config.mlflow
     configure_mlflow(config)  # models:/ URIs resolve against the configured registry
@@ -89,14 +145,17 @@ def promote(
 
     def scores_of(model_version: str) -> Scores:
         model = model_of(f"models:/{name}/{model_version}")
-        measured = evaluate(
-            model,
-            test_triples,
-            test_map_sets,
-            config.training.eval_batch_size,
-            config.evaluation.k,
+        return Scores(
+            model_version,
+            evaluate(
+                model,
+                files.triples,
+                files.map_sets,
+                files.held_out,
+                config.training.eval_batch_size,
+                config.evaluation.k,
+            ),
         )
-        return Scores(model_version, measured["accuracy"], measured["map"])
 
     run_status = client.get_run(candidate.run_id).info.status if candidate.run_id else None
     challenger = scores_of(version)
@@ -107,14 +166,15 @@ def promote(
     except MlflowException:
         log.info("%s has no %s yet", name, settings.champion_alias)
     if run_status != "FINISHED":
-        promoted, reason = False, f"its training run is {run_status}, not FINISHED"
+        verdict = Verdict(False, f"its training run is {run_status}, not FINISHED")
     else:
-        promoted, reason = decide(
-            challenger, champion, config.promotion.min_accuracy, config.promotion.min_map
+        gate = config.promotion
+        verdict = decide(
+            challenger, champion, gate.min_accuracy, gate.bootstrap_resamples, config.run.seed
         )
-    decision = PromotionDecision(name, challenger, champion, promoted, reason)
+    decision = PromotionDecision(name, challenger, champion, verdict)
     _record(client, decision)
-    if promoted:
+    if decision.promoted:
         client.set_registered_model_alias(name, settings.champion_alias, version)
     return decision
 
@@ -123,6 +183,7 @@ def _record(client: MlflowClient, decision: PromotionDecision) -> None:
     tags = {
         "decision": "promoted" if decision.promoted else "rejected",
         "reason": decision.reason,
+        "test_held_out_mrr": f"{decision.challenger.mrr:.6f}",
         "test_accuracy": f"{decision.challenger.accuracy:.6f}",
         "test_map": f"{decision.challenger.map:.6f}",
         "decided_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -130,8 +191,17 @@ def _record(client: MlflowClient, decision: PromotionDecision) -> None:
     if decision.champion is not None:
         tags |= {
             "champion_version": decision.champion.version,
+            "champion_test_held_out_mrr": f"{decision.champion.mrr:.6f}",
             "champion_test_accuracy": f"{decision.champion.accuracy:.6f}",
             "champion_test_map": f"{decision.champion.map:.6f}",
+        }
+    gain = decision.verdict.gain
+    if gain is not None:
+        tags |= {
+            "gain_held_out_mrr": f"{gain.mean:.6f}",
+            "gain_ci_low": f"{gain.low:.6f}",
+            "gain_ci_high": f"{gain.high:.6f}",
+            "gain_p_value": f"{gain.p_value:.6f}",
         }
     for key, value in tags.items():
         client.set_model_version_tag(

@@ -1,13 +1,21 @@
-"""A model's accuracy on triples and MAP@k on MAP sets, streamed from Petastorm: the two numbers
-training selects on and promotion compares."""
+"""A model's numbers on the stored splits, streamed from Petastorm: the paper's accuracy on
+triples and MAP@k on MAP sets, and the held-out-interest MRR that training selects epochs on
+and the promotion gate compares models on (`pairs.splits.held_out_documents`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from jobrec_core.models.drmm import Drmm
-from jobrec_core.ranking.metrics import mean_average_precision, pairwise_accuracy
+from jobrec_core.ranking.metrics import (
+    mean_average_precision,
+    pairwise_accuracy,
+    rank_within_queries,
+    reciprocal_rank,
+)
 from jobrec_core.training.batches import DocumentStream, ReaderSettings, TripleStream, loader
 
 
@@ -25,8 +33,10 @@ def score_triples(
 
 
 @torch.no_grad()
-def map_of(model: Drmm, settings: ReaderSettings, device: torch.device, k: int) -> float:
-    """MAP@k of the model's re-ranking of the MAP sets in `settings.files`."""
+def score_documents(
+    model: Drmm, settings: ReaderSettings, device: torch.device
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(candidate, job, label, score) of every stored pool row in `settings.files`."""
     model.eval()
     queries, documents, labels, scores = [], [], [], []
     for batch in loader(DocumentStream(settings, model.spec, model.query_vectors)):
@@ -34,30 +44,63 @@ def map_of(model: Drmm, settings: ReaderSettings, device: torch.device, k: int) 
         queries.append(batch.candidate_id)
         documents.append(batch.job_id)
         labels.append(batch.label)
-    return mean_average_precision(
-        _joined(queries), _joined(scores), _joined(labels), _joined(documents), k
-    )
+    return _joined(queries), _joined(documents), _joined(labels), _joined(scores)
+
+
+def map_of(model: Drmm, settings: ReaderSettings, device: torch.device, k: int) -> float:
+    """MAP@k of the model's re-ranking of the MAP sets in `settings.files`."""
+    query, document, label, score = score_documents(model, settings, device)
+    return mean_average_precision(query, score, label, document, k)
+
+
+def held_out_reciprocal_ranks(
+    model: Drmm, settings: ReaderSettings, device: torch.device
+) -> np.ndarray:
+    """Per held-out candidate, in candidate-id order (so two models' arrays pair up): 1 / the
+    rank the model gives the held-out job in its pool."""
+    query, document, label, score = score_documents(model, settings, device)
+    if len(query) == 0:
+        return np.zeros(0)
+    ranked = rank_within_queries(query, score, label, document)
+    return reciprocal_rank(ranked, len(query))
+
+
+@dataclass(frozen=True)
+class SplitScores:
+    """A model on one split's files: the paper's protocol and the held-out interest."""
+
+    accuracy: float
+    map: float
+    # 1 / the held-out job's rank per held-out candidate, in candidate-id order
+    reciprocal_ranks: np.ndarray = field(repr=False)
+
+    @property
+    def held_out_mrr(self) -> float:
+        return float(self.reciprocal_ranks.mean()) if len(self.reciprocal_ranks) else float("nan")
 
 
 def evaluate(
     model: Drmm,
     triple_files: list[str],
     map_files: list[str],
+    held_out_files: list[str],
     batch_size: int,
     k: int,
     device: torch.device | None = None,
-) -> dict[str, float]:
-    """Accuracy on triples and MAP@k on MAP sets, the two numbers training and promotion
-    compare."""
+) -> SplitScores:
+    """Accuracy on triples, MAP@k on MAP sets (the paper's protocol) and the held-out
+    reciprocal ranks (the judge), on one split's files."""
     device = device or torch.device("cpu")
     positive, negative = score_triples(
         model, ReaderSettings(tuple(triple_files), batch_size), device
     )
-    return {
-        "accuracy": pairwise_accuracy(positive, negative),
-        "map": map_of(model, ReaderSettings(tuple(map_files), batch_size), device, k),
-        "triples": float(len(positive)),
-    }
+    return SplitScores(
+        accuracy=pairwise_accuracy(positive, negative),
+        map=map_of(model, ReaderSettings(tuple(map_files), batch_size), device, k),
+        reciprocal_ranks=held_out_reciprocal_ranks(
+            model, ReaderSettings(tuple(held_out_files), batch_size), device
+        ),
+    )
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:

@@ -37,6 +37,7 @@ from jobrec_core.platform import manifest
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.tables import delta_version, local_path, read_delta, snapshot_files
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
+from jobrec_core.training.promotion import GateFiles
 from jobrec_core.training.worker import result_file, torchrun_command, train_worker, write_plan
 
 log = logging.getLogger(__name__)
@@ -68,10 +69,11 @@ class TrainingOutcome:
     def format(self) -> str:
         lines = [
             f"{'phase':>5}{'epoch':>6}{'loss':>9}{'train acc':>11}{'dev acc':>9}{'dev MAP':>9}"
+            f"{'dev MRR':>9}"
         ]
         lines += [
             f"{r.phase:>5}{r.epoch:>6}{r.train_loss:>9.4f}{r.train_accuracy:>11.4f}"
-            f"{r.dev_accuracy:>9.4f}{r.dev_map:>9.4f}"
+            f"{r.dev_accuracy:>9.4f}{r.dev_map:>9.4f}{r.dev_mrr:>9.4f}"
             for r in self.result.history
         ]
         for phase, reason in sorted(self.result.stop_reasons.items()):
@@ -86,10 +88,21 @@ class TrainingOutcome:
 
 def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs:
     pairs = manifest.current(config, "pairs")
+    if "held_out" not in pairs:
+        raise RuntimeError(
+            "the current pairs have no held-out sets (built before they existed): rerun "
+            "jobs/build_pairs.py"
+        )
     triples, map_sets = str(pairs["triples"]), str(pairs["map_sets"])
-    files = {split: snapshot_files(spark, triples, split) for split in ("train", "dev", "test")} | {
-        split: snapshot_files(spark, map_sets, split) for split in ("map_dev", "map_test")
-    }
+    held_out = str(pairs["held_out"])
+    files = (
+        {split: snapshot_files(spark, triples, split) for split in ("train", "dev", "test")}
+        | {split: snapshot_files(spark, map_sets, split) for split in ("map_dev", "map_test")}
+        | {
+            split: snapshot_files(spark, held_out, split)
+            for split in ("held_out_dev", "held_out_test")
+        }
+    )
     if not files["train"]:
         raise RuntimeError(
             f"{triples} has no training triples: run jobs/build_pairs.py first "
@@ -117,7 +130,8 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
     settings = config.training.model_dump(
         include={
             "max_epochs",
-            "early_stop_delta",
+            "early_stop_patience",
+            "early_stop_min_gain",
             "optimizer",
             "learning_rate",
             "batch_size",
@@ -152,6 +166,7 @@ def make_plan(
         train_files=inputs.files["train"],
         dev_files=inputs.files["dev"],
         map_dev_files=inputs.files["map_dev"],
+        held_out_dev_files=inputs.files["held_out_dev"],
         checkpoint_dir=checkpoint_dir,
         seed=config.run.seed,
         k=config.evaluation.k,
@@ -162,10 +177,11 @@ def make_plan(
 
 def train_on_files(
     spark: SparkSession, config: JobrecConfig, train_files: list[str], triples: int
-) -> tuple[float, float, int]:
+) -> tuple[float, float, float, int]:
     """The configured DRMM trained from scratch on `train_files` (a learning-curve sample of
-    `triples` triples), selected on the usual dev split: (dev accuracy, dev MAP, epochs) of
-    its last epoch. Checkpoints go to `models/learning_curve/<triples>`, emptied first."""
+    `triples` triples), selected on the usual dev split: (dev accuracy, dev MAP, dev held-out
+    MRR) of the epoch it kept, and the epochs it ran. Checkpoints go to
+    `models/learning_curve/<triples>`, emptied first."""
     inputs = training_inputs(spark, config)
     spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
     directory = Path(
@@ -175,8 +191,8 @@ def train_on_files(
     directory.mkdir(parents=True)
     plan = replace(make_plan(config, spec, inputs, str(directory)), train_files=train_files)
     result = launch(spark, config, plan)
-    last = result.history[-1]
-    return last.dev_accuracy, last.dev_map, len(result.history)
+    kept = result.selected_record()
+    return kept.dev_accuracy, kept.dev_map, kept.dev_mrr, len(result.history)
 
 
 def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainResult:
@@ -286,13 +302,15 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
 
 
 def learning_curve(history: list[EpochRecord]) -> Any:
-    """Train accuracy, dev accuracy and dev MAP per epoch (phases one after the other)."""
+    """Train accuracy, dev accuracy, dev MAP and dev held-out MRR per epoch (phases one after
+    the other)."""
     with chart((7, 4), "DRMM learning curve", (0, 1)) as (figure, axis):
         steps = list(range(1, len(history) + 1))
         for key, label in (
             ("train_accuracy", "train accuracy"),
             ("dev_accuracy", "dev accuracy"),
             ("dev_map", "dev MAP"),
+            ("dev_mrr", "dev held-out MRR"),
         ):
             axis.plot(steps, [getattr(r, key) for r in history], marker="o", label=label)
         for position, (before, after) in enumerate(pairwise(history), start=1):
@@ -309,9 +327,7 @@ def _flat(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def held_out_files(spark: SparkSession, config: JobrecConfig) -> tuple[list[str], list[str]]:
-    """The test split the promotion gate scores models on."""
-    pairs = manifest.current(config, "pairs")
-    return snapshot_files(spark, str(pairs["triples"]), "test"), snapshot_files(
-        spark, str(pairs["map_sets"]), "map_test"
-    )
+def gate_files(spark: SparkSession, config: JobrecConfig) -> GateFiles:
+    """The test splits the promotion gate scores models on."""
+    files = training_inputs(spark, config).files
+    return GateFiles(files["test"], files["map_test"], files["held_out_test"])

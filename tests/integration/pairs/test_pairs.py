@@ -47,7 +47,42 @@ def test_funnel_and_manifest(spark, built):
     assert entry["bins"] == config.histograms.bins
     triples, map_sets, _ = tables(spark, config)
     assert triples.count() == sum(funnel.splits[s] for s in ("train", "dev", "test"))
-    assert map_sets.count() == sum(funnel.map_rows.values())
+    assert map_sets.count() == sum(n for s, n in funnel.pool_rows.items() if s.startswith("map_"))
+
+
+def test_held_out_sets_label_the_positive_in_the_pool_without_the_other_own_jobs(spark, built):
+    config, funnel = built
+    entry = current(config, "pairs")
+    held_out = read_delta(spark, entry["held_out"])
+    sources = (
+        read_delta(spark, entry["triples"])
+        .select("candidate_id", "split")
+        .unionByName(read_delta(spark, entry["map_sets"]).select("candidate_id", "split"))
+        .distinct()
+    )
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    pools = (
+        held_out.groupBy("candidate_id", "split")
+        .agg(F.sort_array(F.collect_list(F.struct("bm25_rank", "job_id", "label"))).alias("pool"))
+        .join(sources.withColumnRenamed("split", "source"), "candidate_id")
+        .join(candidates.select("candidate_id", "sequence", "positive_job_id"), "candidate_id")
+        .collect()
+    )
+    assert pools
+    assert {(row.split, row.source) for row in pools} <= {
+        ("held_out_dev", "dev"),
+        ("held_out_dev", "map_dev"),
+        ("held_out_test", "test"),
+        ("held_out_test", "map_test"),
+    }
+    assert funnel.splits["held_out_test"] == sum(1 for row in pools if row.split == "held_out_test")
+    for row in pools:
+        jobs = [d.job_id for d in row.pool]
+        assert [d.bm25_rank for d in row.pool] == list(range(1, len(jobs) + 1))
+        assert [d.job_id for d in row.pool if d.label == 1] == [row.positive_job_id]
+        others = {e.job_id for e in row.sequence} - {row.positive_job_id}
+        assert not others & set(jobs)
+    assert held_out.where(F.size("hist") == 0).count() == 0
 
 
 def test_positive_is_in_the_top_100_and_negative_is_not_an_own_job(spark, built):

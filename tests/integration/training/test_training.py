@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import mlflow
@@ -22,9 +22,9 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.models.drmm import DrmmSpec
+from jobrec_core.models.drmm import Drmm, DrmmSpec
 from jobrec_core.models.model_io import load_model, save_model
-from jobrec_core.models.registry import input_example, log_drmm, model_of, score_frame
+from jobrec_core.models.registry import input_example, log_drmm, score_frame
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, snapshot_files
 from jobrec_core.platform.tracking import configure_mlflow, registry_client
@@ -32,7 +32,7 @@ from jobrec_core.training.batches import ReaderSettings, TripleStream, loader
 from jobrec_core.training.plan import TrainPlan
 from jobrec_core.training.promotion import promote
 from jobrec_core.training.stage import (
-    held_out_files,
+    gate_files,
     make_plan,
     run_training,
     training_inputs,
@@ -76,6 +76,9 @@ def test_distributor_trains_logs_and_registers(trained):
     result = outcome.result
     assert result.world_size == 2
     assert 1 <= len(result.history) <= 3
+    kept = result.selected_record()  # the weights saved are those of the best dev epoch
+    assert kept.dev_mrr == max(r.dev_mrr for r in result.history)
+    assert "kept epoch" in result.stop_reasons[1]
     assert all(r.triples > 0 for r in result.history)
     client = MlflowClient(config.mlflow.tracking_uri)
     run = client.get_run(outcome.run_id)
@@ -83,7 +86,7 @@ def test_distributor_trains_logs_and_registers(trained):
     assert run.data.params["model.mlp_layers"] == "10"
     assert run.data.tags["embeddings_version"] == manifest.current(config, "embeddings")["version"]
     assert run.data.tags["pairs_config_hash"] == manifest.current(config, "pairs")["config_hash"]
-    for metric in ("train_accuracy", "dev_accuracy", "dev_map", "train_loss"):
+    for metric in ("train_accuracy", "dev_accuracy", "dev_map", "dev_held_out_mrr", "train_loss"):
         history = client.get_metric_history(outcome.run_id, metric)
         assert [m.step for m in history] == list(range(1, len(result.history) + 1))
     artifacts = {a.path for a in client.list_artifacts(outcome.run_id)}
@@ -131,7 +134,7 @@ def test_training_twice_on_the_same_data_gives_the_same_model_and_metrics(spark,
 
 
 def test_a_killed_torchrun_resumes_from_its_checkpoint(spark, tiny, tiny_pairs, tmp_path):
-    config = with_training(tiny[0], max_epochs=3, early_stop_delta=0.0)
+    config = with_training(tiny[0], max_epochs=3, early_stop_patience=10)
     spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
     inputs = training_inputs(spark, config)
 
@@ -191,61 +194,74 @@ def register(config: JobrecConfig, model, spark, status: str = "FINISHED") -> st
     return version
 
 
+def bm25_model(config: JobrecConfig, sign: float) -> Drmm:
+    """A DRMM with the BM25 extra whose score is `sign` * log1p(BM25): BM25's order (or its
+    reverse), whatever the histograms say."""
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    model = Drmm(replace(spec, extras=("bm25",), extras_keep=1.0, phase2_keep={}))
+    assert model.combine is not None
+    with torch.no_grad():
+        model.combine.weight.copy_(torch.tensor([[0.0, sign]]))
+    return model
+
+
 def test_promotion_gate_in_both_directions(spark, trained):
-    config, outcome = trained
+    """On the real registry: a first model above the floor becomes champion; a challenger
+    significantly better on held-out MRR replaces it; one that is not (the same weights,
+    registered again) is refused with the figures; a failed run never passes."""
+    config, _ = trained
     config = config.model_copy(
-        update={
-            "promotion": config.promotion.model_copy(update={"min_accuracy": 0.0, "min_map": 0.0})
-        }
+        update={"promotion": config.promotion.model_copy(update={"min_accuracy": 0.0})}
     )
     name = config.mlflow.model_name
     client = registry_client(config)
-    triples, map_sets = held_out_files(spark, config)
+    files = gate_files(spark, config)
+    assert files.held_out
 
-    first = promote(config, str(outcome.version), triples, map_sets)
+    # Two DRMMs whose last layer reads only the BM25 feature: one ranks as BM25 does, the
+    # other in reverse, a much worse first champion.
+    bm25_like, reversed_bm25 = (bm25_model(config, sign) for sign in (1.0, -1.0))
+    worse = register(config, reversed_bm25, spark)
+    first = promote(config, worse, files)
     assert first.promoted and first.champion is None
-    assert str(client.get_model_version_by_alias(name, "champion").version) == str(outcome.version)
+    assert str(client.get_model_version_by_alias(name, "champion").version) == worse
 
-    # The same network with its scores reversed: worse on the same test split.
-    good = model_of(f"models:/{name}/{outcome.version}")
-    reversed_model = load_model(outcome.result.model_file)
-    with torch.no_grad():
-        for parameter in reversed_model.term_mlp[-1].parameters():
-            parameter.neg_()
-    worse = register(config, reversed_model, spark)
-    second = promote(config, worse, triples, map_sets)
-    assert not second.promoted
-    assert second.champion is not None and second.champion.version == str(outcome.version)
-    assert second.challenger.accuracy < second.champion.accuracy
-    assert str(client.get_model_version_by_alias(name, "champion").version) == str(outcome.version)
-    assert str(client.get_model_version_by_alias(name, "challenger").version) == worse
-    tags = client.get_model_version(name, worse).tags
-    assert tags["promotion.decision"] == "rejected"
-    assert float(tags["promotion.champion_test_accuracy"]) == pytest.approx(
-        first.challenger.accuracy
-    )
+    better = register(config, bm25_like, spark)
+    second = promote(config, better, files)
+    assert second.promoted, second.format()
+    assert second.reason.startswith("significantly better")
+    assert second.verdict.gain is not None and second.verdict.gain.low > 0
+    assert second.champion is not None and second.champion.version == worse
+    assert str(client.get_model_version_by_alias(name, "champion").version) == better
+    tags = client.get_model_version(name, better).tags
+    assert tags["promotion.decision"] == "promoted"
+    assert float(tags["promotion.gain_ci_low"]) > 0
+    champion_mrr = float(tags["promotion.champion_test_held_out_mrr"])
+    assert champion_mrr == pytest.approx(first.challenger.mrr, abs=1e-6)
+
+    same = register(config, bm25_like, spark)
+    third = promote(config, same, files)
+    assert not third.promoted
+    assert "not promoted: no significant difference" in third.format()
+    assert third.verdict.gain is not None and third.verdict.gain.mean == 0.0
+    assert str(client.get_model_version_by_alias(name, "champion").version) == better
+    assert str(client.get_model_version_by_alias(name, "challenger").version) == same
+    assert client.get_model_version(name, same).tags["promotion.decision"] == "rejected"
 
     # A model as good as the champion, but from a run that failed, never becomes champion.
-    failed = register(config, good, spark, status="FAILED")
-    third = promote(config, failed, triples, map_sets)
-    assert not third.promoted and "FAILED" in third.reason
-    assert str(client.get_model_version_by_alias(name, "champion").version) == str(outcome.version)
-    assert (
-        client.get_model_version(name, str(outcome.version)).tags["promotion.decision"]
-        == "promoted"
-    )
+    failed = register(config, bm25_like, spark, status="FAILED")
+    fourth = promote(config, failed, files)
+    assert not fourth.promoted and "FAILED" in fourth.reason
+    assert str(client.get_model_version_by_alias(name, "champion").version) == better
 
 
-def test_floors_reject_a_model_below_them(spark, trained):
+def test_the_floor_rejects_a_model_below_it(spark, trained):
     config, outcome = trained
     strict = config.model_copy(
-        update={
-            "promotion": config.promotion.model_copy(update={"min_accuracy": 1.0, "min_map": 1.0})
-        }
+        update={"promotion": config.promotion.model_copy(update={"min_accuracy": 1.0})}
     )
-    triples, map_sets = held_out_files(spark, config)
-    decision = promote(strict, str(outcome.version), triples, map_sets)
-    assert not decision.promoted and "floors" in decision.reason
+    decision = promote(strict, str(outcome.version), gate_files(spark, config))
+    assert not decision.promoted and "floor" in decision.reason
 
 
 def test_plan_survives_json(spark, tiny, tiny_pairs, tmp_path):

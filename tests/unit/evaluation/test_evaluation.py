@@ -17,9 +17,9 @@ from jobrec_core.evaluation.protocols import (
     triple_accuracy,
 )
 from jobrec_core.evaluation.report import EvaluationReport
-from jobrec_core.evaluation.statistics import PairedDifference
 from jobrec_core.ranking.metrics import average_precision_at_k, rank_within_queries
 from jobrec_core.ranking.scorers import Bm25Scorer, WmdScorer, score_column
+from jobrec_core.ranking.statistics import PairedDifference
 from jobrec_core.results import markdown, metrics, write_report
 
 
@@ -61,7 +61,7 @@ def report() -> EvaluationReport:
             ProtocolRow("DRMM v1", 0.9, 0.95, 4.5),
         ],
         queries={"triples": 100, "map": 100, "ground_truth": 50},
-        curve=[CurvePoint(900, 9000, 0.8, 0.9, 4)],
+        curve=[CurvePoint(900, 9000, 0.8, 0.9, 0.3, 4)],
         ground_truth=[GroundTruthRow("BM25", 0.6, 0.65, 0.0)],
     )
 

@@ -17,7 +17,9 @@ from jobrec_core.ranking.metrics import (
     rank_within_queries,
 )
 from jobrec_core.training.batches import ReaderSettings, rebatch
-from jobrec_core.training.worker import should_stop
+from jobrec_core.training.promotion import Scores, decide
+from jobrec_core.training.scoring import SplitScores
+from jobrec_core.training.worker import best_epoch, should_stop
 
 BINS = 30
 
@@ -148,17 +150,19 @@ def test_spec_round_trips_through_json_values():
 
 
 @pytest.mark.parametrize(
-    ("accuracies", "stop"),
+    ("scores", "min_gain", "best", "stop"),
     [
-        ([0.5], False),
-        ([0.5, 0.6], False),
-        ([0.5, 0.505], True),
-        ([0.9, 0.8921], True),
-        ([0.9, 0.891], False),
+        ([0.3], 0.0, 0, False),
+        ([0.3, 0.2, 0.25], 0.0, 0, False),  # two epochs without a gain: patience is 3
+        ([0.3, 0.2, 0.25, 0.29], 0.0, 0, True),
+        ([0.3, 0.2, 0.25, 0.31], 0.0, 3, False),
+        ([0.3, 0.2, 0.25, 0.31], 0.02, 0, True),  # 0.31 is not 0.02 better than 0.3
+        ([0.3, 0.3, 0.3, 0.3], 0.0, 0, True),  # equal is no gain: the earliest is kept
     ],
 )
-def test_early_stopping_is_the_seeds_rule(accuracies, stop):
-    assert should_stop(accuracies, 0.008) is stop
+def test_early_stopping_keeps_the_best_epoch_and_waits_for_patience(scores, min_gain, best, stop):
+    assert best_epoch(scores, min_gain) == best
+    assert should_stop(scores, 3, min_gain) is stop
 
 
 # --- batches ---------------------------------------------------------------------------------
@@ -235,18 +239,31 @@ def test_queries_without_relevant_documents_have_zero_ap():
 # --- the promotion gate ------------------------------------------------------------------------
 
 
-def test_promotion_gate_needs_floors_and_at_least_the_champion_on_both():
-    from jobrec_core.training.promotion import Scores, decide
+def gate_scores(version: str, ranks: list[float], accuracy: float = 0.9) -> Scores:
+    return Scores(version, SplitScores(accuracy, 0.8, np.asarray(ranks, dtype=np.float64)))
 
-    challenger = Scores("5", accuracy=0.9, map=0.8)
-    assert decide(challenger, None, 0.6, 0.6)[0]
-    assert not decide(challenger, None, 0.95, 0.6)[0]
-    assert not decide(challenger, None, 0.6, 0.85)[0]
-    assert decide(challenger, Scores("4", 0.9, 0.8), 0.6, 0.6)[0]  # ties promote
-    assert not decide(challenger, Scores("4", 0.91, 0.7), 0.6, 0.6)[0]  # worse accuracy
-    assert not decide(challenger, Scores("4", 0.8, 0.81), 0.6, 0.6)[0]  # worse MAP
-    promoted, reason = decide(challenger, Scores("5", 0.9, 0.8), 0.6, 0.6)
-    assert promoted and "already" in reason
+
+def test_promotion_gate_needs_a_significant_paired_gain_over_the_champion():
+    rng = np.random.default_rng(7)
+    champion_ranks = rng.uniform(0, 1, 400)
+    champion = gate_scores("4", champion_ranks.tolist())
+
+    def verdict(ranks: np.ndarray, accuracy: float = 0.9, against: Scores | None = champion):
+        return decide(gate_scores("5", ranks.tolist(), accuracy), against, 0.6, 1000, 11)
+
+    assert verdict(champion_ranks, against=None).promoted  # the first model, above the floor
+    assert not verdict(champion_ranks, accuracy=0.5, against=None).promoted  # below it
+    noisy = np.clip(champion_ranks + rng.normal(0, 0.2, 400), 0, 1)  # same on average
+    same = verdict(noisy)
+    assert not same.promoted and same.reason.startswith("no significant difference")
+    assert same.gain is not None and same.gain.low < 0 < same.gain.high
+    better = verdict(np.clip(champion_ranks + 0.05 + rng.normal(0, 0.1, 400), 0, 1))
+    assert better.promoted and better.reason.startswith("significantly better")
+    assert better.gain is not None and better.gain.low > 0
+    worse = verdict(champion_ranks - 0.05)
+    assert not worse.promoted and worse.reason.startswith("significantly worse")
+    already = decide(gate_scores("4", champion_ranks.tolist()), champion, 0.6, 1000, 11)
+    assert already.promoted and "already" in already.reason
 
 
 # --- embedding gating ------------------------------------------------------------------------

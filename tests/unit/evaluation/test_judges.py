@@ -1,4 +1,5 @@
-"""Intervals, paired tests and Holm's correction; the ground truth's rows and ceiling."""
+"""The evaluation's judges on per-candidate rows: the ground truth's rows, ceiling and real-ad
+slice; the held-out interest and its agreement with the ground truth."""
 
 from dataclasses import replace
 
@@ -8,40 +9,6 @@ import pytest
 
 from jobrec_core.evaluation.ground_truth import GroundTruthRow, ground_truth
 from jobrec_core.evaluation.held_out import Agreement, agreement, held_out_interest
-from jobrec_core.evaluation.statistics import bootstrap_mean, holm, paired_difference
-
-
-def test_a_bootstrap_interval_holds_the_mean_narrows_with_data_and_repeats():
-    rng = np.random.default_rng(0)
-    small, large = rng.random(100), rng.random(10_000)
-    first = bootstrap_mean(small, 2000, seed=1)
-    assert first.low < first.mean < first.high
-    assert first == bootstrap_mean(small, 2000, seed=1)  # seeded: a rerun prints the same
-    wide, narrow = first.high - first.low, np.subtract(*reversed(_bounds(large)))
-    assert narrow < wide / 5
-
-
-def _bounds(values):
-    interval = bootstrap_mean(values, 2000, seed=1)
-    return interval.low, interval.high
-
-
-def test_a_paired_difference_separates_a_real_gain_from_noise():
-    rng = np.random.default_rng(3)
-    reference = rng.random(500)
-    better = paired_difference(reference + 0.05 + rng.normal(0, 0.1, 500), reference, 2000, 7)
-    assert better.low > 0 and better.p_value < 0.01
-    assert better.wins + better.ties + better.losses == 500 and better.wins > better.losses
-    same = paired_difference(reference, reference, 2000, 7)
-    assert same.mean == 0 and same.p_value == 1.0 and same.ties == 500
-    noise = paired_difference(reference + rng.normal(0, 0.1, 500), reference, 2000, 7)
-    assert noise.low < 0 < noise.high and noise.p_value > 0.05
-
-
-def test_holm_multiplies_the_sorted_p_values_and_keeps_them_monotone():
-    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
-    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
-    assert holm([]) == []
 
 
 def test_ground_truth_measures_each_ranker_against_the_reference_and_the_ceiling():
@@ -67,6 +34,31 @@ def test_ground_truth_measures_each_ranker_against_the_reference_and_the_ceiling
     assert oracle.precision_low <= 0.5 <= oracle.precision_high
     versus = oracle.versus_reference
     assert versus is not None and versus.low > 0 and oracle.p_holm < 0.01
+    assert measured.real_ad_rows == [] and measured.real_ad_candidates == 0
+
+
+def test_the_real_ad_slice_keeps_the_candidates_with_a_relevant_real_ad():
+    rows = []
+    for candidate in range(100):
+        for job in range(20):
+            relevant = int(job < 5)
+            rows.append(
+                {
+                    "candidate_id": candidate,
+                    "job_id": job,
+                    "label": relevant,
+                    # every third candidate's first job is a real ad; the others' real ads
+                    # are irrelevant ones
+                    "real_ad": (job == 0) if candidate % 3 == 0 else (job == 19),
+                    "score_bm25": float((job * 7 + candidate) % 20),
+                    "score_oracle": float(relevant),
+                }
+            )
+    measured = ground_truth(pd.DataFrame(rows), ["BM25", "Oracle"], 10, 500, 5)
+    assert measured.candidates == 100
+    assert measured.real_ad_candidates == 34  # candidates 0, 3, ..., 99
+    assert [row.ranker for row in measured.real_ad_rows] == ["BM25", "Oracle"]
+    assert measured.real_ad_rows[1].precision == pytest.approx(0.5)
 
 
 def test_held_out_interest_finds_where_each_ranker_puts_the_held_out_job():
