@@ -4,14 +4,15 @@
 1. **The paper's protocol** on the test splits (`evaluation.protocols`), for BM25's own order,
    the baselines and every DRMM configuration trained on the current pairs.
 2. **Learning curve**: the configured DRMM trained on nested samples of the training triples
-   (`training.learning_curve_sizes`, scaled down when there are fewer), dev accuracy and dev
-   MAP of each. Training belongs to the training stage: the caller passes a `trainer`
-   (`training.stage.train_on_files`), so this stage never imports another.
-3. **Ground truth** (`evaluation.ground_truth`): held-out candidates (in no training, dev or
-   MAP-dev split) go through the recommendation pipeline (`ranking.factory`: a query of all
-   their jobs, BM25's top 100 minus their own jobs, the features); every ranker scores the
-   same rows in one Spark pass, and their top k are judged against the generator's latent
-   interests.
+   (`training.learning_curve_sizes`, scaled down when there are fewer), dev accuracy, dev
+   MAP and dev held-out MRR of each. Training belongs to the training stage: the caller
+   passes a `trainer` (`training.stage.train_on_files`), so this stage never imports another.
+3. **Ground truth** (`evaluation.ground_truth`): held-out candidates (in no split: not the
+   test split the gate promotes on either) go through the recommendation pipeline
+   (`ranking.factory`: a query of all their jobs, BM25's top 100 minus their own jobs, the
+   features); every ranker scores the same rows in one Spark pass, and their top k are
+   judged against the generator's latent interests, over all of them and over the
+   candidates with a relevant real ad.
 4. **Held-out interest** (`evaluation.held_out`): held-out candidates' highest-scored job held
    out, the query built from their other jobs, through the same pipeline; where each ranker
    puts the held-out job. It needs no ground truth, so it exists on real data; its agreement
@@ -174,17 +175,13 @@ def run_learning_curve(
 
 
 def held_out_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> DataFrame:
-    """A seeded sample of cleaned candidates in no split a model learns or is selected on."""
+    """A seeded sample of cleaned candidates in no split at all: none a model learns on, is
+    selected on (dev) or is promoted on (test)."""
     pairs = manifest.current(config, "pairs")
     used = (
         read_delta(spark, str(pairs["triples"]))
-        .where(F.col("split").isin("train", "dev"))
         .select("candidate_id")
-        .unionByName(
-            read_delta(spark, str(pairs["map_sets"]))
-            .where(F.col("split") == "map_dev")
-            .select("candidate_id")
-        )
+        .unionByName(read_delta(spark, str(pairs["map_sets"])).select("candidate_id"))
         .distinct()
     )
     return (

@@ -150,7 +150,11 @@ class Drmm(nn.Module):
     ) -> torch.Tensor:
         """Scores, shape (B,). Positional tensors (not `DrmmInputs`) so that the module can
         be traced, exported and wrapped by DDP like any other."""
-        term_scores = self.term_mlp(hist).squeeze(-1)  # (B, T)
+        # The MLP runs on the real query terms only: a batch pads every query to its longest
+        # (up to 300 terms against a median of about 50), and the padding would be most of the
+        # work. Padded positions score 0 and get no weight below.
+        term_scores = torch.zeros(mask.shape, dtype=hist.dtype, device=hist.device)
+        term_scores = term_scores.masked_scatter(mask, self.term_mlp(hist[mask]).squeeze(-1))
         logits = self.gate(gate).squeeze(-1).masked_fill(~mask, float("-inf"))
         # A query with no terms at all would softmax to NaN; it scores 0 instead.
         weights = torch.nan_to_num(torch.softmax(logits, dim=1), nan=0.0)

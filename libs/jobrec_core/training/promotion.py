@@ -18,11 +18,13 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.registry import model_of
+from jobrec_core.platform.tables import local_path
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
 from jobrec_core.ranking.statistics import PairedDifference, paired_difference
 from jobrec_core.training.scoring import SplitScores, evaluate
@@ -77,6 +79,7 @@ class PromotionDecision:
     challenger: Scores
     champion: Scores | None
     verdict: Verdict
+    bm25_mrr: float = float("nan")  # BM25's own order of the same pools, for reference
 
     @property
     def promoted(self) -> bool:
@@ -94,6 +97,7 @@ class PromotionDecision:
                     f"{role:<12}{scores.version:>8}{scores.mrr:>14.4f}{scores.accuracy:>10.4f}"
                     f"{scores.map:>8.4f}"
                 )
+        rows.append(f"{'BM25 order':<12}{'':>8}{self.bm25_mrr:>14.4f}")
         verdict = "PROMOTED to champion" if self.promoted else "not promoted"
         return "\n".join(
             [*rows, f"{self.model} v{self.challenger.version}: {verdict}: {self.reason}"]
@@ -172,11 +176,27 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         verdict = decide(
             challenger, champion, gate.min_accuracy, gate.bootstrap_resamples, config.run.seed
         )
-    decision = PromotionDecision(name, challenger, champion, verdict)
+    decision = PromotionDecision(
+        name, challenger, champion, verdict, float(bm25_reciprocal_ranks(files.held_out).mean())
+    )
     _record(client, decision)
     if decision.promoted:
         client.set_registered_model_alias(name, settings.champion_alias, version)
     return decision
+
+
+def bm25_reciprocal_ranks(held_out_files: list[str]) -> np.ndarray:
+    """1 / BM25's rank of each held-out job (`bm25_rank` among the pool), in candidate-id
+    order: what the models' figures compare with."""
+    import pyarrow.parquet as pq
+
+    columns = ["candidate_id", "label", "bm25_rank"]
+    tables = [pq.read_table(local_path(f), columns=columns) for f in held_out_files]
+    if not tables:
+        return np.zeros(0)
+    frame = pa.concat_tables(tables).to_pandas()
+    held_out = frame[frame["label"] > 0].sort_values("candidate_id")
+    return 1.0 / held_out["bm25_rank"].to_numpy(dtype=np.float64)
 
 
 def _record(client: MlflowClient, decision: PromotionDecision) -> None:
@@ -185,6 +205,7 @@ def _record(client: MlflowClient, decision: PromotionDecision) -> None:
         "reason": decision.reason,
         "test_held_out_mrr": f"{decision.challenger.mrr:.6f}",
         "test_accuracy": f"{decision.challenger.accuracy:.6f}",
+        "test_bm25_held_out_mrr": f"{decision.bm25_mrr:.6f}",
         "test_map": f"{decision.challenger.map:.6f}",
         "decided_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -91,15 +91,15 @@ def evaluate(
     """Accuracy on triples, MAP@k on MAP sets (the paper's protocol) and the held-out
     reciprocal ranks (the judge), on one split's files."""
     device = device or torch.device("cpu")
-    positive, negative = score_triples(
-        model, ReaderSettings(tuple(triple_files), batch_size), device
-    )
+
+    def settings(files: list[str]) -> ReaderSettings:
+        return ReaderSettings(tuple(files), batch_size, keep_in_memory=True)
+
+    positive, negative = score_triples(model, settings(triple_files), device)
     return SplitScores(
         accuracy=pairwise_accuracy(positive, negative),
-        map=map_of(model, ReaderSettings(tuple(map_files), batch_size), device, k),
-        reciprocal_ranks=held_out_reciprocal_ranks(
-            model, ReaderSettings(tuple(held_out_files), batch_size), device
-        ),
+        map=map_of(model, settings(map_files), device, k),
+        reciprocal_ranks=held_out_reciprocal_ranks(model, settings(held_out_files), device),
     )
 
 

@@ -22,6 +22,7 @@ import json
 import logging
 import shutil
 import subprocess
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields, replace
 from itertools import pairwise
 from pathlib import Path
@@ -38,6 +39,7 @@ from jobrec_core.platform.plots import chart
 from jobrec_core.platform.tables import delta_version, local_path, read_delta, snapshot_files
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.promotion import GateFiles
+from jobrec_core.training.tuning import Trial, best_trial
 from jobrec_core.training.worker import result_file, torchrun_command, train_worker, write_plan
 
 log = logging.getLogger(__name__)
@@ -175,24 +177,59 @@ def make_plan(
     )
 
 
+def train_unregistered(
+    spark: SparkSession, config: JobrecConfig, folder: str, train_files: list[str] | None = None
+) -> TrainResult:
+    """The configured DRMM trained from scratch (on `train_files`, or the whole training
+    split), selected on the usual dev split, and not registered: for the learning curve and
+    hyper-parameter trials. Checkpoints go to `models/<folder>`, emptied first."""
+    inputs = training_inputs(spark, config)
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    directory = Path(local_path(config.path(f"{config.data.preset}/models/{folder}")))
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    plan = make_plan(config, spec, inputs, str(directory))
+    if train_files is not None:
+        plan = replace(plan, train_files=train_files)
+    return launch(spark, config, plan)
+
+
 def train_on_files(
     spark: SparkSession, config: JobrecConfig, train_files: list[str], triples: int
 ) -> tuple[float, float, float, int]:
-    """The configured DRMM trained from scratch on `train_files` (a learning-curve sample of
-    `triples` triples), selected on the usual dev split: (dev accuracy, dev MAP, dev held-out
-    MRR) of the epoch it kept, and the epochs it ran. Checkpoints go to
-    `models/learning_curve/<triples>`, emptied first."""
-    inputs = training_inputs(spark, config)
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
-    directory = Path(
-        local_path(config.path(f"{config.data.preset}/models/learning_curve/{triples}"))
-    )
-    shutil.rmtree(directory, ignore_errors=True)
-    directory.mkdir(parents=True)
-    plan = replace(make_plan(config, spec, inputs, str(directory)), train_files=train_files)
-    result = launch(spark, config, plan)
+    """The learning curve's trainer: a model on `train_files` (a sample of `triples`
+    triples); (dev accuracy, dev MAP, dev held-out MRR) of the epoch it kept, and the epochs
+    it ran."""
+    result = train_unregistered(spark, config, f"learning_curve/{triples}", train_files)
     kept = result.selected_record()
     return kept.dev_accuracy, kept.dev_map, kept.dev_mrr, len(result.history)
+
+
+def run_tuning(
+    spark: SparkSession, trials: Sequence[tuple[tuple[str, ...], JobrecConfig]]
+) -> list[Trial]:
+    """Each (overrides, configuration) trained from scratch and scored on dev
+    (`training.tuning`); the trials are logged to one MLflow run, `tune_drmm`."""
+    import mlflow
+
+    from jobrec_core.platform.tracking import configure_mlflow
+
+    measured = []
+    for number, (overrides, config) in enumerate(trials, start=1):
+        log.info("tuning: trial %d/%d: %s", number, len(trials), " ".join(overrides) or "as is")
+        result = train_unregistered(spark, config, f"tuning/trial-{number}")
+        kept = result.selected_record()
+        measured.append(
+            Trial(overrides, kept.dev_mrr, kept.dev_accuracy, kept.dev_map, len(result.history))
+        )
+    configure_mlflow(trials[0][1])
+    with mlflow.start_run(run_name="tune_drmm"):
+        mlflow.set_tag("stage", "tune_drmm")
+        for step, trial in enumerate(measured, start=1):
+            mlflow.log_metric("trial_dev_held_out_mrr", trial.dev_mrr, step=step)
+        mlflow.log_dict({"trials": [asdict(t) for t in measured]}, "trials.json")
+        mlflow.set_tag("chosen", " ".join(best_trial(measured).overrides))
+    return measured
 
 
 def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainResult:

@@ -23,7 +23,8 @@ import logging
 import os
 import sys
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -270,15 +271,16 @@ def _epoch(
     loss_sum, correct, triples = (float(v) for v in totals)
     dev = torch.zeros(3, dtype=torch.float64)
     if process.leader:
-        measured = evaluate(
-            model,
-            plan.dev_files,
-            plan.map_dev_files,
-            plan.held_out_dev_files,
-            plan.eval_batch_size,
-            plan.k,
-            process.device,
-        )
+        with _all_cores(process):
+            measured = evaluate(
+                model,
+                plan.dev_files,
+                plan.map_dev_files,
+                plan.held_out_dev_files,
+                plan.eval_batch_size,
+                plan.k,
+                process.device,
+            )
         dev = torch.tensor(
             [measured.accuracy, measured.map, measured.held_out_mrr], dtype=torch.float64
         )
@@ -312,6 +314,21 @@ def _epoch(
             record.triples / max(record.train_seconds, 1e-9),
         )
     return record
+
+
+@contextmanager
+def _all_cores(process: _Process) -> Iterator[None]:
+    """Rank 0 scores the dev sets while the other processes wait for it: on CPU it may use
+    the machine's cores meanwhile (training splits them between the processes)."""
+    if process.device.type != "cpu":
+        yield
+        return
+    threads = torch.get_num_threads()
+    torch.set_num_threads(os.cpu_count() or threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _optimizer(plan: TrainPlan, model: nn.Module) -> torch.optim.Optimizer:

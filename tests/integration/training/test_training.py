@@ -35,8 +35,10 @@ from jobrec_core.training.stage import (
     gate_files,
     make_plan,
     run_training,
+    run_tuning,
     training_inputs,
 )
+from jobrec_core.training.tuning import best_trial
 from jobrec_core.training.worker import result_file, torchrun_command, write_plan
 
 pytestmark = pytest.mark.integration
@@ -232,6 +234,9 @@ def test_promotion_gate_in_both_directions(spark, trained):
     assert second.reason.startswith("significantly better")
     assert second.verdict.gain is not None and second.verdict.gain.low > 0
     assert second.champion is not None and second.champion.version == worse
+    # The BM25-like model orders each pool as the stored BM25 ranks do.
+    assert second.challenger.mrr == pytest.approx(second.bm25_mrr, abs=0.02)
+    assert "BM25 order" in second.format()
     assert str(client.get_model_version_by_alias(name, "champion").version) == better
     tags = client.get_model_version(name, better).tags
     assert tags["promotion.decision"] == "promoted"
@@ -262,6 +267,20 @@ def test_the_floor_rejects_a_model_below_it(spark, trained):
     )
     decision = promote(strict, str(outcome.version), gate_files(spark, config))
     assert not decision.promoted and "floor" in decision.reason
+
+
+def test_tuning_trains_each_trial_and_logs_the_choice(spark, tiny, tiny_pairs):
+    base = with_training(tiny[0], launcher="single", max_epochs=2)
+    trials = [
+        ((f"training.learning_rate={rate}",), with_training(base, learning_rate=rate))
+        for rate in (0.001, 0.01)
+    ]
+    measured = run_tuning(spark, trials)
+    assert [t.overrides for t in measured] == [overrides for overrides, _ in trials]
+    assert all(0 < t.dev_mrr <= 1 and 1 <= t.epochs <= 2 for t in measured)
+    configure_mlflow(base)
+    [run] = mlflow.search_runs(filter_string="tags.stage = 'tune_drmm'", output_format="list")
+    assert run.data.tags["chosen"] == " ".join(best_trial(measured).overrides)
 
 
 def test_plan_survives_json(spark, tiny, tiny_pairs, tmp_path):
