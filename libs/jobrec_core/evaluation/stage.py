@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import reduce
 from typing import cast
 
 import pandas as pd
@@ -71,9 +72,10 @@ log = logging.getLogger(__name__)
 
 QUARANTINE_SOURCE = "evaluate"
 
-# Trains the configured DRMM on the given training files (the dev split as usual) and returns
-# (dev accuracy, dev MAP, dev held-out MRR) of the epoch it kept, and the epochs it ran.
-CurveTrainer = Callable[[list[str], int], tuple[float, float, float, int]]
+# Trains the configured DRMM on the given training files (None: the whole training split; the
+# dev split as usual) and returns (dev accuracy, dev MAP, dev held-out MRR) of the epoch it
+# kept, and the epochs it ran.
+CurveTrainer = Callable[[list[str] | None, int], tuple[float, float, float, int]]
 
 
 # --- the models ---------------------------------------------------------------------------------
@@ -151,22 +153,26 @@ def run_learning_curve(
     model trained on each by `trainer`."""
     pairs = manifest.current(config, "pairs")
     triples = read_delta(spark, str(pairs["triples"])).where(F.col("split") == "train")
-    sizes = curve_sizes(config.training.learning_curve_sizes, triples.count())
+    available = triples.count()
+    sizes = curve_sizes(config.training.learning_curve_sizes, available)
     if not sizes:
         return []
     subsets_path = table_path(config, "gold", "pairs/learning_curve")
     ordered = triples.orderBy(
         F.xxhash64(F.lit(config.run.seed), F.lit("learning curve"), "candidate_id"), "candidate_id"
     )
-    subsets = [ordered.limit(used).withColumn("split", F.lit(f"train_{used}")) for used, _ in sizes]
-    union = subsets[0]
-    for subset in subsets[1:]:
-        union = union.unionByName(subset)
-    write_delta(union, subsets_path, partition_by=["split"])
+    subsets = [
+        ordered.limit(used).withColumn("split", F.lit(f"train_{used}"))
+        for used, _ in sizes
+        if used < available
+    ]
+    if subsets:
+        write_delta(reduce(DataFrame.unionByName, subsets), subsets_path, partition_by=["split"])
     points = []
     for used, asked in sizes:
         log.info("learning curve: training on %d triples", used)
-        files = snapshot_files(spark, subsets_path, f"train_{used}")
+        # The whole split is the training split itself (the trainer may already have it).
+        files = None if used == available else snapshot_files(spark, subsets_path, f"train_{used}")
         points.append(CurvePoint(used, asked, *trainer(files, used)))
     return points
 

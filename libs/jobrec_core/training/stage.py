@@ -195,14 +195,36 @@ def train_unregistered(
 
 
 def train_on_files(
-    spark: SparkSession, config: JobrecConfig, train_files: list[str], triples: int
+    spark: SparkSession, config: JobrecConfig, train_files: list[str] | None, triples: int
 ) -> tuple[float, float, float, int]:
     """The learning curve's trainer: a model on `train_files` (a sample of `triples`
-    triples); (dev accuracy, dev MAP, dev held-out MRR) of the epoch it kept, and the epochs
-    it ran."""
-    result = train_unregistered(spark, config, f"learning_curve/{triples}", train_files)
+    triples; None: the whole training split); (dev accuracy, dev MAP, dev held-out MRR) of
+    the epoch it kept, and the epochs it ran. On the whole split, the registered model of the
+    configured version is that very training when its training key is the current one, so
+    its recorded result is read instead of training it again."""
+    result = recorded_result(spark, config) if train_files is None else None
+    if result is None:
+        result = train_unregistered(spark, config, f"learning_curve/{triples}", train_files)
     kept = result.selected_record()
     return kept.dev_accuracy, kept.dev_map, kept.dev_mrr, len(result.history)
+
+
+def recorded_result(spark: SparkSession, config: JobrecConfig) -> TrainResult | None:
+    """The training result of the manifest's model of the configured version, from its
+    MLflow run, when training now would repeat it (the same training key); else None."""
+    import mlflow
+
+    from jobrec_core.platform.tracking import configure_mlflow
+
+    entry = manifest.read_manifest(config).get(model_entry(config.model.version))
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    current = training_key(config, spec, training_inputs(spark, config))
+    if entry is None or entry.get("training_key") != current or not entry.get("run_id"):
+        return None
+    configure_mlflow(config)
+    recorded = mlflow.artifacts.load_dict(f"runs:/{entry['run_id']}/training_result.json")
+    log.info("the whole training split: registered v%s's training, read back", entry["version"])
+    return TrainResult.from_dict(recorded)
 
 
 def run_tuning(

@@ -26,7 +26,7 @@ def inputs() -> RankingInputs:
 
 
 def test_the_configured_baselines_are_built_with_the_inputs_their_fields_name():
-    config = load_config("local", [], REPO / "conf")
+    config = load_config("local", ["evaluation.baselines=[BM25, WMD]"], REPO / "conf")
     scorers = baseline_scorers(config, inputs())
     assert scorers == [Bm25Scorer("BM25"), WmdScorer("/vectors.kv", "WMD")]
 
