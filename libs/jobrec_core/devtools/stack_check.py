@@ -228,6 +228,10 @@ def ddp_step(seed: int) -> dict[str, Any]:
         gathered = [torch.zeros_like(flat) for _ in range(world)]
         dist.all_gather(gathered, flat)
         identical = all(torch.equal(gathered[0], g) for g in gathered)
+        # Every rank done before any tears the group down: on a loaded machine rank 0 once
+        # destroyed it while gloo still worked for rank 1, and aborted ("terminate called
+        # without an active exception") after its result was out.
+        dist.barrier()
         return {"rank": rank, "world_size": world, "identical": identical}
     finally:
         dist.destroy_process_group()
