@@ -108,6 +108,11 @@ class PresetConfig(_Section):
     candidates: int = Field(gt=0)
     real_ads: int = Field(ge=0)
 
+    @property
+    def generated_jobs(self) -> int:
+        """Jobs the generator writes, ids 1 to this; the real ads take the ids after them."""
+        return self.jobs - self.real_ads
+
 
 class SequenceLengthConfig(_Section):
     p_one: float = Field(ge=0, le=1)

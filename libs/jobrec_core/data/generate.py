@@ -166,8 +166,7 @@ def generate_job_blocks(
 
 
 def _generated_count(plan: GenerationPlan) -> int:
-    sizes = plan.settings.sizes()
-    return sizes.jobs - sizes.real_ads
+    return plan.settings.sizes().generated_jobs
 
 
 def synthesize_job(

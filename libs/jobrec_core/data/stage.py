@@ -47,7 +47,7 @@ def generate_dataset(spark: SparkSession, config: JobrecConfig) -> dict[str, int
     sequences) and the candidates' ground truth (Delta) of the configured preset."""
     settings = config.data
     sizes = settings.sizes()
-    n_generated = sizes.jobs - sizes.real_ads
+    n_generated = sizes.generated_jobs
     catalogue = load_catalogue(settings.reference_dir)
     stopwords = load_stopwords(tuple(config.text.stopword_languages))
     job_occupation = np.full(sizes.jobs, -1, dtype=np.int32)

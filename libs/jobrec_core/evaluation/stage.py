@@ -224,8 +224,7 @@ def _scored_pools(
 def is_real_ad(config: JobrecConfig) -> Column:
     """Whether `job_id` is one of the real ads: a generated dataset gives them its last ids
     (`data.generate`). Only the ground truth's slice reads it."""
-    sizes = config.data.sizes()
-    return F.col("job_id") > sizes.jobs - sizes.real_ads
+    return F.col("job_id") > config.data.sizes().generated_jobs
 
 
 def run_ground_truth(

@@ -134,28 +134,31 @@ def stream_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Col
 # seed's scale they would not fit, and are streamed every epoch as before.
 KEEP_LIMIT_BYTES = 1 << 30
 _kept: dict[tuple[Any, ...], list[Columns]] = {}
+_kept_bytes = 0
 
 
 def kept_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Columns]:
     """:func:`stream_columns`, kept in memory after the first read while everything kept
     stays within `KEEP_LIMIT_BYTES`. Snapshot files are immutable (a new table version
     writes new files), so the files' names are a safe key."""
+    global _kept_bytes
     key = (settings.files, tuple(columns), settings.shard, settings.shards)
     if key in _kept:
         yield from _kept[key]
         return
-    budget = KEEP_LIMIT_BYTES - sum(_nbytes(g) for groups in _kept.values() for g in groups)
     groups: list[Columns] | None = []
+    size = 0
     for group in stream_columns(settings, columns):
         if groups is not None:
             groups.append(group)
-            budget -= _nbytes(group)
-            if budget < 0:
+            size += _nbytes(group)
+            if _kept_bytes + size > KEEP_LIMIT_BYTES:
                 log.info("evaluation set over the in-memory limit: streamed every time")
                 groups = None
         yield group
     if groups is not None:
         _kept[key] = groups
+        _kept_bytes += size
 
 
 def _nbytes(columns: Columns) -> int:
