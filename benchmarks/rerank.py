@@ -3,12 +3,16 @@ seed's baseline re-ranker (WMD over the same jobs).
 
     .venv/bin/python benchmarks/rerank.py
     .venv/bin/python benchmarks/rerank.py --jobs 100 1000 --version v2
+    .venv/bin/python benchmarks/rerank.py --version v5   # with the candidate-profile features
 
 One request is what serving does after retrieval: the matching histograms, IDFs and common
 unigrams/bigrams of every job against the query (`pairs.document_features`, one matrix
 product), the rows in the registered model's input shape, the DRMM scores
 (`registry.score_frame`, the pyfunc's own code) and the top 10. The WMD baseline scores the
-same jobs with `rerank.WmdScorer` (gensim-equal WMD). Vectors: a synthetic vocabulary of the
+same jobs with `rerank.WmdScorer` (gensim-equal WMD). A configuration with profile features
+(v5) also computes them per request (`features.profile`): the text similarity to the
+candidate's own jobs (--own-jobs) and the interest graph's two-step walks, each job with
+--neighbours graph neighbours. Vectors: a synthetic vocabulary of the
 demo's size (or --vectors, a gensim KeyedVectors file), words drawn with Zipf frequencies as
 in text; sizes default to the demo's (median query 52 words, mean job 127 words). The
 network's weights do not change its cost, so it is freshly initialised from conf/.
@@ -20,6 +24,7 @@ import argparse
 import os
 import time
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as an executor slot
@@ -31,7 +36,8 @@ import torch
 
 from jobrec_core.config import load_config
 from jobrec_core.features.histograms import Vocabulary
-from jobrec_core.features.matching import document_features, query_features
+from jobrec_core.features.matching import PROFILE_FEATURES, document_features, query_features
+from jobrec_core.features.profile import co_interest_scores, text_similarities
 from jobrec_core.models.drmm import Drmm, DrmmSpec
 from jobrec_core.models.registry import score_frame
 from jobrec_core.ranking.scorers import WmdScorer
@@ -60,8 +66,39 @@ def vocabulary_of(path: str) -> Vocabulary:
     return Vocabulary(words, vectors / np.linalg.norm(vectors, axis=1, keepdims=True), idf)
 
 
+@dataclass(frozen=True)
+class Profile:
+    """One candidate's own jobs (texts and graph rows) and its pool's graph rows."""
+
+    own_texts: list[np.ndarray]
+    own_jobs: np.ndarray
+    own_links: list[tuple[np.ndarray, np.ndarray]]
+    pool_links: list[tuple[np.ndarray, np.ndarray]]
+
+    @staticmethod
+    def synthetic(
+        rng: np.random.Generator, own_texts: list[np.ndarray], pool: int, neighbours: int
+    ) -> Profile:
+        def links() -> tuple[np.ndarray, np.ndarray]:
+            ids = rng.choice(50_000, neighbours, replace=False)
+            return ids, rng.integers(1, 4, neighbours)
+
+        own = len(own_texts)
+        return Profile(
+            own_texts,
+            np.arange(own) + 100_000,
+            [links() for _ in range(own)],
+            [links() for _ in range(pool)],
+        )
+
+
 def rerank(
-    model: Drmm, vocabulary: Vocabulary, query: list[str], docs: Sequence[Iterable[str]], bins: int
+    model: Drmm,
+    vocabulary: Vocabulary,
+    query: list[str],
+    docs: Sequence[Iterable[str]],
+    bins: int,
+    profile: Profile,
 ) -> np.ndarray:
     """One request: features, model input rows, scores, the top k."""
     features = query_features(vocabulary, query)
@@ -69,6 +106,21 @@ def rerank(
     rows["query_idf"] = [features.idf] * len(rows)
     rows["query_terms"] = [query] * len(rows)
     rows["bm25"] = np.linspace(20, 5, len(rows), dtype=np.float32)
+    if any(name in PROFILE_FEATURES for name in model.spec.extras):
+        texts = [np.asarray(d, dtype=object) for d in docs]
+        rows["profile_tfidf"], rows["profile_w2v"] = text_similarities(
+            vocabulary, profile.own_texts, texts
+        )
+        rows["co_interest"] = co_interest_scores(
+            [n for n, _ in profile.own_links],
+            [c for _, c in profile.own_links],
+            [n for n, _ in profile.pool_links],
+            [c for _, c in profile.pool_links],
+            np.full(len(texts), 5),
+            profile.own_jobs,
+            np.arange(len(texts)),
+            profile.own_jobs,
+        )
     scores = score_frame(model, rows)
     return np.argsort(-scores)[:K]
 
@@ -95,6 +147,8 @@ def main() -> None:
     )
     parser.add_argument("--version", default="v1", help="model configuration of conf/")
     parser.add_argument("--vectors", default=None, help="a gensim KeyedVectors file")
+    parser.add_argument("--own-jobs", type=int, default=5, help="the candidate's (demo mean)")
+    parser.add_argument("--neighbours", type=int, default=30, help="graph links per job")
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--wmd-repeats", type=int, default=5)
     args = parser.parse_args()
@@ -123,8 +177,11 @@ def main() -> None:
     for count in args.jobs:
         docs = [list(rng.choice(words, args.doc_terms, p=zipf)) for _ in range(count)]
         frame = pd.DataFrame({"query_terms": [query] * count, "doc_tokens": docs})
+        own = [np.asarray(d, dtype=object) for d in docs[: args.own_jobs]]
+        profile = Profile.synthetic(rng, own, count, args.neighbours)
         drmm_p50, drmm_p95 = percentiles(
-            partial(rerank, model, vocabulary, query, docs, config.histograms.bins), args.repeats
+            partial(rerank, model, vocabulary, query, docs, config.histograms.bins, profile),
+            args.repeats,
         )
         wmd_p50, wmd_p95 = percentiles(partial(wmd.score, frame), args.wmd_repeats)
         print(

@@ -52,7 +52,7 @@ def tiny_overrides(state_root: Path, tmp_path_factory: pytest.TempPathFactory) -
         *state_overrides(tmp_path_factory.mktemp("tiny")),
         "data.preset=tiny",
         f"elasticsearch.local.workdir={state_root / 'es'}",
-        "evaluation.baselines=[BM25, WMD]",  # the demo leaves WMD out for time; tests keep it
+        "evaluation.baselines=[BM25, WMD, profile-tfidf, co-interest]",  # the demo leaves WMD out
     ]
 
 

@@ -216,14 +216,16 @@ class PairsConfig(_Section):
     map_test: int = Field(ge=0)
     map_positives: int = Field(gt=0)
     map_negatives: int = Field(gt=0)
+    pool_negatives: int = Field(gt=0)
 
 
-ExtraFeature = Literal["unigrams", "bigrams", "bm25"]
+ExtraFeature = Literal["unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest"]
 
 
 class ModelVersionConfig(_Section):
-    """One of the paper's named DRMM configurations (§8.2)."""
+    """One of the named DRMM configurations: the paper's (§8.2) and ours (docs/TRAINING.md)."""
 
+    examples: Literal["paper", "pool"] = "paper"  # the paper's triples | pairs from the pool
     extras: list[ExtraFeature] = []
     extras_keep: float = Field(default=1.0, gt=0, le=1)
     two_phase: bool = False

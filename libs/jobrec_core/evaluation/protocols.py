@@ -16,6 +16,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobrec_core.features.matching import DOCUMENT_FEATURES, PROFILE_FEATURES
 from jobrec_core.ranking.metrics import (
     Ranked,
     average_precision_at_k,
@@ -57,7 +58,7 @@ def triple_documents(triples: DataFrame) -> DataFrame:
             F.lit(label).alias("label"),
             F.col(f"{prefix}_bm25").alias("bm25"),
             F.lit(0).alias("bm25_rank"),
-            *[F.col(f"{prefix}_{c}").alias(c) for c in ("doc_len", "hist", "unigrams", "bigrams")],
+            *[F.col(f"{prefix}_{c}").alias(c) for c in (*DOCUMENT_FEATURES, *PROFILE_FEATURES)],
         )
 
     return triples.select(

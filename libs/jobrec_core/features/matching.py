@@ -35,12 +35,16 @@ FEATURE_COLUMNS = (
     "query_idf ARRAY<FLOAT>, doc_len INT, hist ARRAY<SMALLINT>, unigrams INT, bigrams INT"
 )
 DOCUMENT_FEATURES = ("doc_len", "hist", "unigrams", "bigrams")
+# The candidate-profile features (`features.profile`), stored with the others.
+PROFILE_FEATURES = ("profile_tfidf", "profile_w2v", "co_interest")
+PROFILE_COLUMNS = ", ".join(f"{name} FLOAT" for name in PROFILE_FEATURES)
 
 TRIPLE_SCHEMA = (
     "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
     + ", ".join(
         f"{side}_job_id INT, {side}_bm25 FLOAT, {side}_doc_len INT, "
-        f"{side}_hist ARRAY<SMALLINT>, {side}_unigrams INT, {side}_bigrams INT"
+        f"{side}_hist ARRAY<SMALLINT>, {side}_unigrams INT, {side}_bigrams INT, "
+        + ", ".join(f"{side}_{name} FLOAT" for name in PROFILE_FEATURES)
         for side in ("pos", "neg")
     )
 )
@@ -48,7 +52,7 @@ TRIPLE_SCHEMA = (
 MAP_SCHEMA = (
     "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
     "job_id INT, label INT, bm25 FLOAT, bm25_rank INT, doc_len INT, hist ARRAY<SMALLINT>, "
-    "unigrams INT, bigrams INT"
+    f"unigrams INT, bigrams INT, {PROFILE_COLUMNS}"
 )
 
 

@@ -199,8 +199,10 @@ def candidate_queries(
     seed: int,
     hold_out: bool = False,
 ) -> DataFrame:
-    """`candidate_id, sequence` -> `candidate_id, own_job_ids, query_terms`: the query of all
-    of each candidate's jobs, as recommendations ask it.
+    """`candidate_id, sequence` -> `candidate_id, own_job_ids, sequence_job_ids,
+    query_terms`: the query of all of each candidate's jobs, as recommendations ask it
+    (`sequence_job_ids`: every job of the candidate's interest row, which the profile
+    features leave out of the interest graph, `features.profile`).
 
     With `hold_out`, each candidate's `positive_job_id` (the cleaning's highest-scored job) is
     held out: the query comes from the other jobs, the held-out job stays eligible in the pool
@@ -213,10 +215,16 @@ def candidate_queries(
     )
     queries = build_queries(inputs, version, words_and_idf, settings, seed)
     if not hold_out:
-        return queries.select("candidate_id", "own_job_ids", "query_terms")
+        return queries.select(
+            "candidate_id",
+            "own_job_ids",
+            F.col("own_job_ids").alias("sequence_job_ids"),
+            "query_terms",
+        )
     return queries.select(
         "candidate_id",
         F.filter("own_job_ids", lambda job: job != F.col("positive_job_id")).alias("own_job_ids"),
+        F.col("own_job_ids").alias("sequence_job_ids"),
         "query_terms",
         F.col("positive_job_id").alias("held_out_job_id"),
     )

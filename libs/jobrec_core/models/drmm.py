@@ -28,7 +28,7 @@ from torch import nn
 from jobrec_core.config import JobrecConfig
 from jobrec_core.features.query_vectors import QueryVectors
 
-EXTRA_FEATURES = ("unigrams", "bigrams", "bm25")
+EXTRA_FEATURES = ("unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest")
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,7 @@ class DrmmSpec:
     extras_keep: float = 1.0
     two_phase: bool = False
     phase2_keep: dict[str, float] = field(default_factory=dict)
+    examples: str = "paper"  # what it is trained on: the paper's triples, or pairs from pools
 
     @staticmethod
     def from_config(config: JobrecConfig, vector_size: int) -> DrmmSpec:
@@ -60,6 +61,7 @@ class DrmmSpec:
             extras_keep=version.extras_keep,
             two_phase=version.two_phase,
             phase2_keep={str(k): v for k, v in version.phase2_keep.items()},
+            examples=version.examples,
         )
 
     def to_dict(self) -> dict[str, Any]:

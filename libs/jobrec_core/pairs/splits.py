@@ -17,8 +17,13 @@ TRIPLE_SPLITS = ("train", "dev", "test")
 MAP_SPLITS = ("map_dev", "map_test")
 
 
-# Held-out-interest sets: the candidates a model is selected on (dev) and gated on (test).
-HELD_OUT_SPLITS = {"held_out_dev": ("dev", "map_dev"), "held_out_test": ("test", "map_test")}
+# Held-out-interest sets: the pools a model learns from (train: `examples: pool`), is selected
+# on (dev) and is gated on (test).
+HELD_OUT_SPLITS = {
+    "held_out_train": ("train",),
+    "held_out_dev": ("dev", "map_dev"),
+    "held_out_test": ("test", "map_test"),
+}
 
 
 def _seeded_hash(seed: int, purpose: str, column: str) -> Column:
@@ -115,13 +120,14 @@ def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFr
 
 
 def held_out_documents(assigned: DataFrame) -> DataFrame:
-    """Per candidate of the dev and test splits (triples and MAP alike), the pool a
-    recommendation would re-rank: the full query's hits minus the candidate's other own jobs,
+    """Per candidate of every split (triples and MAP alike), the pool a recommendation would
+    re-rank: the full query's hits minus the candidate's other own jobs,
     with label 1 on the held-out job (the positive, which the query was built without) and
     `bm25_rank` counted among the kept hits. Where a model puts that job is the held-out
     interest metric: it needs only the platform's own interest data, so it exists on real
-    data, unlike the generator's latent interests, and it is what training selects epochs on
-    (`held_out_dev`) and the promotion gate compares models on (`held_out_test`)."""
+    data, unlike the generator's latent interests, and it is what training learns from
+    (`held_out_train`, through :func:`pool_pairs`), selects epochs on (`held_out_dev`) and
+    the promotion gate compares models on (`held_out_test`)."""
     split: Column = F.lit(None).cast("string")
     for name, sources in HELD_OUT_SPLITS.items():
         split = F.when(F.col("split").isin(*sources), name).otherwise(split)
@@ -155,3 +161,37 @@ def _labelled(hits: Column, label: int) -> Column:
             (i + 1).alias("bm25_rank"),
         ),
     )
+
+
+def profile_owners(assigned: DataFrame) -> DataFrame:
+    """`candidate_id, own_job_ids, sequence_job_ids` of the split candidates: the jobs the
+    query was built from (all but the positive), and the whole interest row (the profile
+    features leave it out of the interest graph, `features.profile`)."""
+    return assigned.select(
+        "candidate_id",
+        F.filter("own_job_ids", lambda job: job != F.col("positive_job_id")).alias("own_job_ids"),
+        F.col("own_job_ids").alias("sequence_job_ids"),
+    )
+
+
+def pool_pairs(pools: DataFrame, negatives: int, seed: int) -> DataFrame:
+    """Featured pool rows of one split (`held_out_documents` + features) -> training pairs
+    in the triples' shape: each candidate's held-out job (the positive) against up to
+    `negatives` other jobs of the same pool, drawn by a seeded hash. Both documents come from
+    the query that built the pool, so no feature tells them apart by the query (the paper's
+    negatives come from a second, shorter query, and their BM25 gives them away)."""
+    shared = ("candidate_id", "split", "query_terms", "query_idf")
+    documents = [c for c in pools.columns if c not in (*shared, "label", "bm25_rank")]
+    draw = Window.partitionBy("candidate_id").orderBy(
+        F.xxhash64(F.lit(seed), F.lit("pool negative"), "candidate_id", "job_id"), "job_id"
+    )
+    negative = (
+        pools.where(F.col("label") == 0)
+        .withColumn("draw", F.row_number().over(draw))
+        .where(F.col("draw") <= negatives)
+        .select("candidate_id", *[F.col(c).alias(f"neg_{c}") for c in documents])
+    )
+    positive = pools.where(F.col("label") == 1).select(
+        *shared, *[F.col(c).alias(f"pos_{c}") for c in documents]
+    )
+    return positive.join(negative, "candidate_id")

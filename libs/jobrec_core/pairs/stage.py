@@ -16,10 +16,16 @@ The steps, each a DataFrame -> DataFrame function (paper §6, `docs/PAIRS.md`):
 5. :func:`triple_features` and :func:`map_features`: matching histograms (counts), query
    IDFs, common unigrams and bigrams (`jobrec_core.features.matching`), one BLAS product per
    query.
-6. :func:`held_out_documents`: for the dev and test candidates, the pool a recommendation
+6. :func:`held_out_documents`: for every split's candidates, the pool a recommendation
    would re-rank with their held-out job labelled, with the same features
-   (`gold/pairs/held_out`): what training selects epochs on and the promotion gate compares
-   models on.
+   (`gold/pairs/held_out`): what training selects epochs on (dev) and the promotion gate
+   compares models on (test).
+7. The candidate-profile features of every stored (candidate, job) (`features.profile`:
+   the own jobs' text, and the interest graph of every candidate, `silver/co_interest`),
+   computed once per candidate (`gold/pairs/profiles`) and joined into every table.
+8. :func:`pool_pairs`: the training pools as pairs, the held-out job against
+   `pairs.pool_negatives` other jobs of its pool (`gold/pairs/pool_triples`): the
+   `examples: pool` configurations' training data.
 """
 
 from __future__ import annotations
@@ -31,12 +37,20 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.features.matching import document_tokens, map_features, triple_features
+from jobrec_core.features.matching import (
+    PROFILE_FEATURES,
+    TRIPLE_SCHEMA,
+    document_tokens,
+    map_features,
+    triple_features,
+)
+from jobrec_core.features.profile import co_interest_table, with_profile_features
 from jobrec_core.features.queries import (
     build_queries,
     query_inputs,
@@ -50,11 +64,13 @@ from jobrec_core.pairs.splits import (
     assign_splits,
     held_out_documents,
     map_documents,
+    pool_pairs,
+    profile_owners,
     select_triples,
     split_sizes,
 )
 from jobrec_core.platform import manifest
-from jobrec_core.platform.spark import arrow_batch
+from jobrec_core.platform.spark import arrow_batch, schema_columns
 from jobrec_core.platform.tables import local_path, read_delta, table_path, write_delta
 from jobrec_core.search.bm25 import (
     BOTH_QUERIES,
@@ -167,21 +183,44 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
     )
     bins = config.histograms.bins
-    triples = (
-        assigned.where(F.col("split").isin(*TRIPLE_SPLITS))
-        .join(
-            documents.withColumnRenamed("job_id", "positive_job_id").withColumnRenamed(
-                "doc_tokens", "pos_tokens"
-            ),
-            "positive_job_id",
-        )
-        .join(
-            documents.withColumnRenamed("job_id", "neg_job_id").withColumnRenamed(
-                "doc_tokens", "neg_tokens"
-            ),
-            "neg_job_id",
-        )
+    graph = interest_graph(spark, config)
+    triple_rows = assigned.where(F.col("split").isin(*TRIPLE_SPLITS))
+    map_docs = map_documents(
+        assigned.where(F.col("split").isin(*MAP_SPLITS)),
+        config.pairs.map_positives,
+        config.pairs.map_negatives,
     )
+    held_out_docs = held_out_documents(assigned)
+    profiles_path = table_path(config, "gold", "pairs/profiles")
+    with _step("candidate-profile features (gold/pairs/profiles)"):
+        wanted = reduce(
+            DataFrame.unionByName,
+            [
+                triple_rows.select("candidate_id", F.col("positive_job_id").alias("job_id")),
+                triple_rows.select("candidate_id", F.col("neg_job_id").alias("job_id")),
+                map_docs.select("candidate_id", "job_id"),
+                held_out_docs.select("candidate_id", "job_id"),
+            ],
+        ).distinct()
+        rows = wanted.join(profile_owners(assigned), "candidate_id").join(documents, "job_id")
+        profiled = with_profile_features(
+            rows, documents, graph, vectors_file, words_and_idf
+        ).select("candidate_id", "job_id", *PROFILE_FEATURES)
+        write_delta(profiled, profiles_path)
+    profiles = read_delta(spark, profiles_path)
+
+    def side(prefix: str, job: str) -> DataFrame:
+        renamed = [F.col(c).alias(f"{prefix}_{c}") for c in PROFILE_FEATURES]
+        tokens = documents.select(
+            F.col("job_id").alias(job), F.col("doc_tokens").alias(f"{prefix}_tokens")
+        )
+        return profiles.select("candidate_id", F.col("job_id").alias(job), *renamed).join(
+            tokens, job
+        )
+
+    triples = triple_rows.join(
+        side("pos", "positive_job_id"), ["candidate_id", "positive_job_id"]
+    ).join(side("neg", "neg_job_id"), ["candidate_id", "neg_job_id"])
     triples_path = table_path(config, "gold", "pairs/triples")
     with _step("triples with features (gold/pairs/triples)"):
         write_delta(
@@ -189,14 +228,8 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             triples_path,
             partition_by=["split"],
         )
-    map_docs = map_documents(
-        assigned.where(F.col("split").isin(*MAP_SPLITS)),
-        config.pairs.map_positives,
-        config.pairs.map_negatives,
-    ).join(documents, "job_id")
     map_path = table_path(config, "gold", "pairs/map_sets")
     held_out_path = table_path(config, "gold", "pairs/held_out")
-    held_out_docs = held_out_documents(assigned).join(documents, "job_id")
     # A MAP row carries 100 documents of up to 500 terms: small Arrow batches keep the
     # workers' memory flat (Spark's default of 10,000 rows per batch would hold ~1M documents).
     with arrow_batch(spark, config.histograms.map_queries_per_batch):
@@ -206,10 +239,26 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         ):
             with _step(name):
                 write_delta(
-                    map_features(rows, vectors_file, words_and_idf, bins),
+                    map_features(
+                        rows.join(profiles, ["candidate_id", "job_id"]).join(documents, "job_id"),
+                        vectors_file,
+                        words_and_idf,
+                        bins,
+                    ),
                     path,
                     partition_by=["split"],
                 )
+    pool_path = table_path(config, "gold", "pairs/pool_triples")
+    with _step("training pairs from the pools (gold/pairs/pool_triples)"):
+        write_delta(
+            pool_pairs(
+                read_delta(spark, held_out_path).where(F.col("split") == "held_out_train"),
+                config.pairs.pool_negatives,
+                seed,
+            ).select(*schema_columns(TRIPLE_SCHEMA)),
+            pool_path,
+            partition_by=["split"],
+        )
     selected.unpersist()
 
     split_counts = _counts_by_split(read_delta(spark, triples_path).groupBy("split").count())
@@ -243,6 +292,8 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             "triples": triples_path,
             "map_sets": map_path,
             "held_out": held_out_path,
+            "pool_triples": pool_path,
+            "profiles": profiles_path,
             "retrieval": retrieval_path,
             "index": index,
             "embeddings": embeddings["version"],
@@ -261,6 +312,27 @@ def _step(name: str) -> Iterator[None]:
     log.info("build_pairs: %s ...", name)
     yield
     log.info("build_pairs: %s done in %.1fs", name, time.perf_counter() - started)
+
+
+def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
+    """The interest graph of every candidate (`features.profile.co_interest_table`), written
+    to `silver/co_interest` and named in the manifest for the ranking pipeline. A cleaned
+    candidate counts with their cleaned jobs, the others as ingested: a candidate's row is
+    then exactly the `sequence_job_ids` the profile features take back out of it."""
+    cleaned = read_delta(spark, table_path(config, "silver", "candidates")).select(
+        "candidate_id", "sequence"
+    )
+    ingested = read_delta(spark, table_path(config, "bronze", "candidates")).select(
+        "candidate_id", "sequence"
+    )
+    rows = cleaned.unionByName(
+        ingested.join(cleaned.select("candidate_id"), "candidate_id", "left_anti")
+    )
+    path = table_path(config, "silver", "co_interest")
+    with _step("interest graph (silver/co_interest)"):
+        write_delta(co_interest_table(rows), path)
+    manifest.record(config, "co_interest", {"table": path})
+    return read_delta(spark, path)
 
 
 def _counts_by_split(frame: DataFrame) -> dict[str, int]:

@@ -27,6 +27,7 @@ from jobrec_core.ranking.pipeline import (
     DocumentText,
     DrmmFeatures,
     Pipeline,
+    ProfileFeatures,
     Reranker,
     RetrievalSink,
     keep_in_memory,
@@ -47,6 +48,7 @@ class RankingInputs:
     words_and_idf: Broadcast
     jobs: DataFrame  # the embeddings' tokenized jobs
     tokens: DataFrame  # job_id, doc_tokens
+    graph: DataFrame  # the interest graph (`features.profile.co_interest_table`)
     connection: EsConnection
     index: str
     partitions: int
@@ -55,6 +57,9 @@ class RankingInputs:
 def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
     embeddings = manifest.current(config, "embeddings")
     jobs = read_delta(spark, embeddings["jobs"])
+    graph = manifest.read_manifest(config).get("co_interest")
+    if graph is None:
+        raise RuntimeError("no interest graph yet (features.profile): run jobs/build_pairs.py")
     connection = resolve_connection(config)
     return RankingInputs(
         embeddings_version=str(embeddings["version"]),
@@ -64,6 +69,7 @@ def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
         tokens=document_tokens(
             jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
         ),
+        graph=read_delta(spark, str(graph["table"])),
         connection=connection,
         index=serving_index(make_client(connection), config.elasticsearch.index_alias),
         partitions=spark.sparkContext.defaultParallelism,
@@ -108,8 +114,11 @@ def featured_pool(
     retriever = Bm25Retriever(
         inputs.connection, inputs.index, config.retrieval, inputs.partitions, sink
     )
+    profile = ProfileFeatures(
+        inputs.tokens, inputs.graph, inputs.vectors_file, inputs.words_and_idf
+    )
     features = DrmmFeatures(inputs.vectors_file, inputs.words_and_idf, config.histograms.bins)
-    return retriever >> DocumentText(inputs.tokens) >> features
+    return retriever >> DocumentText(inputs.tokens) >> profile >> features
 
 
 def rerank_pipeline(

@@ -3,8 +3,10 @@
     pipeline = retriever >> DocumentText(tokens) >> DrmmFeatures(...) >> Reranker(scorer) % 10
 
 **The contract.** A retriever takes a frame of queries (`candidate_id, own_job_ids,
-query_terms`) and returns a *ranked frame*: one row per (candidate, job) with `score` and
-`rank` (1 is the best of the candidate), plus `query_terms`, `bm25` and `bm25_rank`. Every
+sequence_job_ids, query_terms`) and returns a *ranked frame*: one row per (candidate, job)
+with `score` and `rank` (1 is the best of the candidate), plus `query_terms`, `bm25`,
+`bm25_rank` and the query's `own_job_ids` and `sequence_job_ids` (what the profile features
+read). Every
 later step takes a ranked frame and returns one: a feature step adds columns, a re-ranker
 replaces `score` and `rank`, a cut-off keeps the top k.
 
@@ -35,15 +37,20 @@ from jobrec_core.features.matching import (
     add_features,
     idf_vocabulary,
 )
+from jobrec_core.features.profile import (
+    PROFILE_ROLE,
+    add_profile_features,
+    with_profile_features,
+)
 from jobrec_core.platform.spark import map_groups_in_pandas
 from jobrec_core.ranking.scorers import Scorer, score_column
 from jobrec_core.search.bm25 import FULL_QUERY, retrieve, search_all
 from jobrec_core.search.connection import EsConnection, make_client
 
-QUERY_COLUMNS = ("candidate_id", "own_job_ids", "query_terms")
+QUERY_COLUMNS = ("candidate_id", "own_job_ids", "sequence_job_ids", "query_terms")
 RANKED_SCHEMA = (
     "candidate_id LONG, query_terms ARRAY<STRING>, job_id INT, score DOUBLE, rank INT, "
-    "bm25 FLOAT, bm25_rank INT"
+    "bm25 FLOAT, bm25_rank INT, own_job_ids ARRAY<INT>, sequence_job_ids ARRAY<INT>"
 )
 
 
@@ -136,7 +143,13 @@ class Bm25Retriever(Step):
         return (
             retrieved.where(F.col("error").isNull())
             .join(queries, "candidate_id")
-            .select("candidate_id", "query_terms", F.posexplode(hits).alias("position", "x"))
+            .select(
+                "candidate_id",
+                "query_terms",
+                "own_job_ids",
+                "sequence_job_ids",
+                F.posexplode(hits).alias("position", "x"),
+            )
             .select(
                 "candidate_id",
                 "query_terms",
@@ -145,8 +158,13 @@ class Bm25Retriever(Step):
                 (F.col("position") + 1).cast("int").alias("rank"),
                 F.col("x.h.score").alias("bm25"),
                 F.col("x.rank").alias("bm25_rank"),
+                "own_job_ids",
+                "sequence_job_ids",
             )
         )
+
+
+_CARRIED = ("own_job_ids", "sequence_job_ids")  # from the query to every row of its pool
 
 
 def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
@@ -155,17 +173,19 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
     included, and `rank` only the kept ones.
     The pandas twin of the Spark SQL in `Bm25Retriever.transform_spark` (one request's 100
     hits; the batch path never loops in Python)."""
-    columns: dict[str, list[Any]] = {
-        name: [] for name in ("candidate_id", "query_terms", "job_id", "bm25", "bm25_rank")
-    }
-    for candidate, terms, own, hits in zip(
+    names = ("candidate_id", "query_terms", "job_id", "bm25", "bm25_rank", *_CARRIED)
+    columns: dict[str, list[Any]] = {name: [] for name in names}
+    for candidate, terms, own, sequence, hits in zip(
         frame["candidate_id"],
         frame["query_terms"],
         frame["own_job_ids"],
+        frame["sequence_job_ids"],
         frame["full_hits"],
         strict=True,
     ):
-        own_jobs = set(np.asarray(own if own is not None else [], dtype=np.int64).tolist())
+        own_list = [int(j) for j in (own if own is not None else [])]
+        sequence_list = [int(j) for j in (sequence if sequence is not None else [])]
+        own_jobs = set(own_list)
         terms_list = list(terms)
         for position, hit in enumerate(hits if hits is not None else []):
             if int(hit["job_id"]) in own_jobs:
@@ -175,6 +195,8 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
             columns["job_id"].append(int(hit["job_id"]))
             columns["bm25"].append(np.float32(hit["score"]))
             columns["bm25_rank"].append(position + 1)
+            columns["own_job_ids"].append(own_list)
+            columns["sequence_job_ids"].append(sequence_list)
     ranked = pd.DataFrame(columns)
     ranked["bm25"] = ranked["bm25"].astype(np.float32)
     ranked["score"] = ranked["bm25"].astype(np.float64)
@@ -210,6 +232,39 @@ class DocumentText(Step):
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         return frame.join(self.tokens, "job_id")
+
+
+@dataclass(frozen=True)
+class ProfileFeatures(Step):
+    """Adds the candidate-profile features, `profile_tfidf`, `profile_w2v` and `co_interest`
+    (`features.profile`): each pool job against the candidate's own jobs' text (`tokens`)
+    and through the interest graph (`graph`, `features.profile.co_interest_table`)."""
+
+    tokens: DataFrame
+    graph: DataFrame
+    vectors_file: str
+    words_and_idf: WordsAndIdf
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        own = frame.drop_duplicates("candidate_id")[["candidate_id", "own_job_ids"]].explode(
+            "own_job_ids"
+        )
+        own = own.dropna().astype({"own_job_ids": "int64"}).drop_duplicates()
+        wanted = sorted({*own["own_job_ids"].tolist(), *frame["job_id"].astype(int).tolist()})
+        graph = self.graph.where(F.col("job_id").isin(wanted)).toPandas()
+        texts = self.tokens.where(F.col("job_id").isin(wanted)).toPandas()
+        own_rows = own.rename(columns={"own_job_ids": "job_id"}).merge(texts, on="job_id")
+        both = pd.concat(
+            [frame.assign(**{PROFILE_ROLE: "pool"}), own_rows.assign(**{PROFILE_ROLE: "own"})],
+            ignore_index=True,
+        ).merge(graph, on="job_id", how="left")
+        vocabulary = idf_vocabulary(self.vectors_file, self.words_and_idf)
+        return add_profile_features(both, vocabulary).reset_index(drop=True)
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        return with_profile_features(
+            frame, self.tokens, self.graph, self.vectors_file, self.words_and_idf
+        )
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,12 @@
 """Re-rankers over BM25's candidates: one scoring pass, any number of models side by side.
 
 A re-ranker scores rows of the MAP-set shape (`features.matching.MAP_SCHEMA`: one row per query and
-document, with the query's terms and IDFs, the document's histogram, length, extra features
-and BM25 score), plus `doc_tokens` for WMD. Three kinds, as in PyTerrier's
+document, with the query's terms and IDFs, the document's histogram, length, extra features,
+profile features and BM25 score), plus `doc_tokens` for WMD. Three kinds, as in PyTerrier's
 retrieve-then-rerank pipelines, all with the same `score(frame) -> ndarray` interface:
 
-* :class:`Bm25Scorer`: the retrieval score itself (the order a re-ranker is compared with);
+* :class:`ColumnScorer`: one feature as the score: BM25's own order (the order a re-ranker
+  is compared with), the profile's TF-IDF cosine, the co-interest walks;
 * :class:`WmdScorer`: the paper's baseline, Word Mover's similarity of the query's words and the
   document's words (`jobrec_core.text.wmd`, equal to gensim's `wmdistance`);
 * :class:`DrmmScorer`: a trained DRMM, shipped to the executors as bytes in a broadcast (its
@@ -23,7 +24,7 @@ import io
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -78,15 +79,44 @@ def untrained(name: str) -> Callable[[ScorerClass], ScorerClass]:
     return register
 
 
+@dataclass(frozen=True)
+class ColumnScorer:
+    """One feature column as the score, untrained."""
+
+    name: str
+    column: ClassVar[str]
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        return frame[self.column].to_numpy(dtype=np.float64)
+
+
 @untrained("BM25")
 @dataclass(frozen=True)
-class Bm25Scorer:
+class Bm25Scorer(ColumnScorer):
     """The retrieval score itself: BM25's own order."""
 
     name: str = "BM25"
+    column: ClassVar[str] = "bm25"
 
-    def score(self, frame: pd.DataFrame) -> np.ndarray:
-        return frame["bm25"].to_numpy(dtype=np.float64)
+
+@untrained("profile-tfidf")
+@dataclass(frozen=True)
+class ProfileTfidfScorer(ColumnScorer):
+    """The mean TF-IDF cosine of a job to the candidate's own jobs, all fields
+    (`features.profile`): the strong untrained baseline a learned re-ranker must beat."""
+
+    name: str = "profile-tfidf"
+    column: ClassVar[str] = "profile_tfidf"
+
+
+@untrained("co-interest")
+@dataclass(frozen=True)
+class CoInterestScorer(ColumnScorer):
+    """Two-step walks from the candidate's own jobs over the interest graph
+    (`features.profile`): what other candidates' interest alone says."""
+
+    name: str = "co-interest"
+    column: ClassVar[str] = "co_interest"
 
 
 @untrained("WMD")

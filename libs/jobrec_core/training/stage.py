@@ -95,6 +95,11 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             "the current pairs have no held-out sets (built before they existed): rerun "
             "jobs/build_pairs.py"
         )
+    if "pool_triples" not in pairs:
+        raise RuntimeError(
+            "the current pairs have no pool pairs or profile features (built before they "
+            "existed): rerun jobs/build_pairs.py"
+        )
     triples, map_sets = str(pairs["triples"]), str(pairs["map_sets"])
     held_out = str(pairs["held_out"])
     files = (
@@ -104,6 +109,7 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             split: snapshot_files(spark, held_out, split)
             for split in ("held_out_dev", "held_out_test")
         }
+        | {"pool": snapshot_files(spark, str(pairs["pool_triples"]), "held_out_train")}
     )
     if not files["train"]:
         raise RuntimeError(
@@ -115,6 +121,7 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
         "index": str(pairs["index"]),
         "pairs_config_hash": str(pairs["config_hash"]),
         "triples_table_version": str(delta_version(spark, triples)),
+        "pool_triples_table_version": str(delta_version(spark, str(pairs["pool_triples"]))),
         "map_sets_table_version": str(delta_version(spark, map_sets)),
         "dataset": config.data.preset,
     }
@@ -156,7 +163,8 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
 def make_plan(
     config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs, checkpoint_dir: str
 ) -> TrainPlan:
-    """The plan of one training: the files, and every `training.*` setting TrainPlan has a
+    """The plan of one training: the files (the paper's triples, or the pairs drawn from the
+    training pools for `examples: pool`), and every `training.*` setting TrainPlan has a
     field for, by name."""
     settings = {
         plan_field.name: getattr(config.training, plan_field.name)
@@ -165,7 +173,7 @@ def make_plan(
     }
     return TrainPlan(
         spec=spec.to_dict(),
-        train_files=inputs.files["train"],
+        train_files=inputs.files["pool" if spec.examples == "pool" else "train"],
         dev_files=inputs.files["dev"],
         map_dev_files=inputs.files["map_dev"],
         held_out_dev_files=inputs.files["held_out_dev"],

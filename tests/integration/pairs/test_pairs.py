@@ -70,6 +70,7 @@ def test_held_out_sets_label_the_positive_in_the_pool_without_the_other_own_jobs
     )
     assert pools
     assert {(row.split, row.source) for row in pools} <= {
+        ("held_out_train", "train"),
         ("held_out_dev", "dev"),
         ("held_out_dev", "map_dev"),
         ("held_out_test", "test"),
@@ -83,6 +84,36 @@ def test_held_out_sets_label_the_positive_in_the_pool_without_the_other_own_jobs
         others = {e.job_id for e in row.sequence} - {row.positive_job_id}
         assert not others & set(jobs)
     assert held_out.where(F.size("hist") == 0).count() == 0
+
+
+def test_pool_pairs_oppose_the_held_out_job_to_jobs_of_the_same_pool(spark, built):
+    config, _ = built
+    entry = current(config, "pairs")
+    pairs = read_delta(spark, entry["pool_triples"]).toPandas()
+    pools = read_delta(spark, entry["held_out"]).where("split = 'held_out_train'").toPandas()
+    assert len(pairs) and set(pairs["split"]) == {"held_out_train"}
+    per_candidate = pairs.groupby("candidate_id").size()
+    assert per_candidate.max() <= config.pairs.pool_negatives
+    keyed = pools.set_index(["candidate_id", "job_id"])
+    for row in pairs.head(50).itertuples():
+        positive = keyed.loc[(row.candidate_id, row.pos_job_id)]
+        negative = keyed.loc[(row.candidate_id, row.neg_job_id)]
+        assert positive["label"] == 1 and negative["label"] == 0
+        # both documents' features come from the one query that built the pool
+        assert row.pos_bm25 == positive["bm25"] and row.neg_bm25 == negative["bm25"]
+        assert row.neg_co_interest == negative["co_interest"]
+
+
+def test_profile_features_are_bounded_and_stored_everywhere(spark, built):
+    config, _ = built
+    entry = current(config, "pairs")
+    pools = read_delta(spark, entry["held_out"]).toPandas()
+    for name in ("profile_tfidf", "profile_w2v"):
+        assert pools[name].between(-1.0001, 1.0001).all()
+    assert (pools["profile_tfidf"] > 0).mean() > 0.5
+    assert (pools["co_interest"] >= 0).all()
+    triples = read_delta(spark, entry["triples"]).select("pos_profile_tfidf").toPandas()
+    assert triples["pos_profile_tfidf"].notna().all()
 
 
 def test_positive_is_in_the_top_100_and_negative_is_not_an_own_job(spark, built):

@@ -128,7 +128,7 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     rankers = [row.ranker for row in report.protocol]
     assert rankers[:2] == [BM25, WMD] and "DRMM v1" in rankers
     assert report.models["DRMM v1"] == version
-    assert set(report.skipped) == {"DRMM v2", "DRMM v3", "DRMM v4"}
+    assert set(report.skipped) == {"DRMM v2", "DRMM v3", "DRMM v4", "DRMM v5"}
     bm25 = report.protocol[0]
     assert bm25.map == 1.0 and bm25.diversity == 0.0 and bm25.accuracy is None
     for row in report.protocol[1:]:
@@ -141,13 +141,14 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     assert report.curve[-1].triples == splits["train"]
     assert 0 < report.queries["ground_truth"] <= 40
     truth = {row.ranker: row for row in report.ground_truth}
-    assert set(truth) == {BM25, WMD, "DRMM v1"} and truth[BM25].diversity == 0.0
+    untrained = [BM25, WMD, "profile-tfidf", "co-interest"]
+    assert set(truth) == {*untrained, "DRMM v1"} and truth[BM25].diversity == 0.0
     assert all(0 <= row.precision <= 1 and 0 <= row.ndcg <= 1 for row in truth.values())
-    assert [row.ranker for row in report.held_out] == [BM25, WMD, "DRMM v1"]
+    assert [row.ranker for row in report.held_out] == [*untrained, "DRMM v1"]
     assert 0 < report.queries["held_out"] <= 40 and 0 < report.held_out_found <= 1
     found = report.held_out_found
     assert all(0 <= row.mrr <= found and 0 <= row.recall <= found for row in report.held_out)
-    assert report.agreement is not None and report.agreement.rankers == 3
+    assert report.agreement is not None and report.agreement.rankers == 5
 
     text = results.read_text()
     assert "0.966" in text and "learning_curve_sizes.png" in text

@@ -1,0 +1,263 @@
+"""Candidate-profile features: how a job relates to the candidate's *own* jobs, not to the
+query's words (issue 18, `docs/PAIRS.md`).
+
+A query keeps 300 words of four fields; BM25 and the matching histograms only see those. The
+candidate's own jobs say more, in two independent ways:
+
+* **Text** (`profile_tfidf`, `profile_w2v`): every own job's whole text (`doc_tokens`: all
+  fields, descriptions included) as a unit TF-IDF vector, sublinear term frequency, the IDF of
+  the embeddings' table. `profile_tfidf` is a pool job's mean cosine to the own jobs (its
+  vector's dot product with their mean). `profile_w2v` is the cosine of the two TF-IDF-weighted
+  word2vec centroids (seed 004's document vector).
+* **Behaviour** (`co_interest`): the platform's interest data as a job-job graph
+  (:func:`co_interest_table`: two jobs are linked by every candidate interested in both). A
+  pool job scores the two-step walks from the candidate's own jobs to it, divided by how many
+  candidates it interests at all (a popular job is not a sign of anything). Two steps, because
+  most candidates show interest in one or two jobs: few pool jobs share a candidate with an
+  own job directly, many share one with a job that does. The candidate's own interest row is
+  left out of the graph (`sequence_job_ids`), so a held-out job is never found through the
+  very interest that was held out, in training, selection, evaluation and serving alike.
+
+:func:`profile_features` computes the three for one candidate's pool in numpy, with no loop per
+word, job or neighbour; :func:`with_profile_features` runs it per candidate in Spark.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from scipy import sparse
+
+from jobrec_core.features.histograms import Vocabulary
+from jobrec_core.features.matching import (
+    PROFILE_COLUMNS,
+    PROFILE_FEATURES,
+    WordsAndIdf,
+    idf_vocabulary,
+)
+from jobrec_core.platform.spark import map_groups_in_pandas
+
+CO_INTEREST_SCHEMA = "job_id INT, neighbours ARRAY<INT>, counts ARRAY<INT>, interested INT"
+PROFILE_ROLE = "_profile_role"  # "own" rows carry the candidate's own jobs into the group
+_GRAPH_COLUMNS = ("neighbours", "counts", "interested")
+
+
+# --- the interest graph -----------------------------------------------------------------------
+
+
+def co_interest_table(candidates: DataFrame) -> DataFrame:
+    """`candidate_id, sequence` (every candidate's interest, cleaned or not: two jobs that
+    interested one person are related whatever else that person did) -> one row per job with
+    its neighbours, how many candidates each shares with it, and how many candidates it
+    interests at all. Jobs appear once per candidate however often they were scored."""
+    interests = candidates.select(
+        "candidate_id", F.explode(F.array_distinct("sequence.job_id")).alias("job_id")
+    )
+    pairs = (
+        interests.alias("a")
+        .join(interests.alias("b"), "candidate_id")
+        .where(F.col("a.job_id") != F.col("b.job_id"))
+        .groupBy(F.col("a.job_id").alias("job_id"), F.col("b.job_id").alias("neighbour"))
+        .count()
+    )
+    adjacency = pairs.groupBy("job_id").agg(
+        F.array_sort(F.collect_list(F.struct("neighbour", "count"))).alias("links")
+    )
+    return (
+        interests.groupBy("job_id")
+        .agg(F.count("*").cast("int").alias("interested"))
+        .join(adjacency, "job_id", "left")
+        .select(
+            F.col("job_id").cast("int"),
+            F.coalesce(F.col("links.neighbour"), F.array().cast("array<int>"))
+            .cast("array<int>")
+            .alias("neighbours"),
+            F.coalesce(F.col("links.count"), F.array().cast("array<bigint>"))
+            .cast("array<int>")
+            .alias("counts"),
+            "interested",
+        )
+    )
+
+
+def co_interest_scores(
+    own_neighbours: list[np.ndarray],
+    own_counts: list[np.ndarray],
+    pool_neighbours: list[np.ndarray],
+    pool_counts: list[np.ndarray],
+    pool_interested: np.ndarray,
+    own_jobs: np.ndarray,
+    pool_jobs: np.ndarray,
+    sequence: np.ndarray,
+) -> np.ndarray:
+    """Per pool job, the two-step walks from the own jobs to it over the graph without the
+    candidate's own interest row (`sequence`: every job of that row), per own job, divided
+    by the candidate count of the pool job (also without this candidate).
+
+    The row contributed 1 to every pair of its jobs and 1 to each job's candidate count;
+    both are taken off before walking."""
+    if len(pool_jobs) == 0 or len(own_jobs) == 0:
+        return np.zeros(len(pool_jobs), dtype=np.float32)
+    everything = np.concatenate([*own_neighbours, *pool_neighbours, sequence, own_jobs, pool_jobs])
+    local, where = np.unique(everything.astype(np.int64), return_inverse=True)
+    offsets = np.cumsum([0, *map(len, own_neighbours), *map(len, pool_neighbours)])
+    own_end = offsets[len(own_neighbours)]
+    in_sequence = np.zeros(len(local), dtype=bool)
+    in_sequence[np.searchsorted(local, sequence)] = True
+    own_local = np.searchsorted(local, own_jobs)
+    pool_local = np.searchsorted(local, pool_jobs)
+    # reach[m]: walks of one step from the own jobs to m, minus this candidate's own pairs
+    reach = np.bincount(
+        where[:own_end],
+        weights=np.concatenate(own_counts).astype(np.float64) if own_end else None,
+        minlength=len(local),
+    )
+    # every own job that is in the row shares it with every other job of the row once
+    own_in_sequence = in_sequence[own_local]
+    is_own = np.zeros(len(local), dtype=bool)
+    is_own[own_local[own_in_sequence]] = True
+    reach[in_sequence] -= own_in_sequence.sum() - is_own[in_sequence]
+    # links[p, m]: candidates shared by pool job p and m, minus this candidate
+    rows = np.repeat(np.arange(len(pool_jobs)), [len(n) for n in pool_neighbours])
+    links = sparse.csr_matrix(
+        (
+            np.concatenate(pool_counts).astype(np.float64) if len(rows) else np.zeros(0),
+            (rows, where[own_end : offsets[-1]]),
+        ),
+        shape=(len(pool_jobs), len(local)),
+    ).toarray()
+    pool_in_sequence = in_sequence[pool_local]
+    links[np.ix_(pool_in_sequence, in_sequence)] -= 1.0
+    links[np.flatnonzero(pool_in_sequence), pool_local[pool_in_sequence]] += 1.0  # no self pair
+    np.clip(links, 0.0, None, out=links)
+    interested = np.maximum(pool_interested - pool_in_sequence, 1)
+    walks = links @ np.clip(reach, 0.0, None)
+    return (walks / interested / len(own_jobs)).astype(np.float32)
+
+
+# --- the text profile -------------------------------------------------------------------------
+
+
+def text_similarities(
+    vocabulary: Vocabulary, own_texts: list[np.ndarray], pool_texts: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """(`profile_tfidf`, `profile_w2v`) of each pool text against the own texts: all texts'
+    TF-IDF vectors in one sparse matrix over the words they use, one product for each."""
+    if not pool_texts or not own_texts:
+        empty = np.zeros(len(pool_texts), dtype=np.float32)
+        return empty, empty.copy()
+    texts = [*own_texts, *pool_texts]
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    ids = vocabulary.ids(np.concatenate([np.asarray(t, dtype=object) for t in texts]))
+    distinct, word_of = vocabulary.distinct(ids)
+    counts = sparse.csr_matrix(
+        (np.ones(len(ids)), (np.repeat(np.arange(len(texts)), lengths), word_of)),
+        shape=(len(texts), len(distinct)),
+    )
+    counts.sum_duplicates()
+    counts.data = 1.0 + np.log(counts.data)  # sublinear term frequency
+    weights = sparse.csr_matrix(counts.multiply(vocabulary.idf_of(distinct)[None, :]))
+    unit = sparse.diags(1.0 / _norms(weights)) @ weights
+    own = len(own_texts)
+    profile = np.asarray(unit[:own].mean(axis=0)).ravel()
+    pool = unit[own:]
+    tfidf = pool @ profile
+    vectors = vocabulary.unit_vectors(distinct).astype(np.float64)
+    centroid = profile @ vectors
+    centroids = pool @ vectors
+    w2v = (
+        centroids
+        @ centroid
+        / np.maximum(np.linalg.norm(centroids, axis=1) * np.linalg.norm(centroid), 1e-12)
+    )
+    return tfidf.astype(np.float32), w2v.astype(np.float32)
+
+
+def _norms(matrix: sparse.csr_matrix) -> np.ndarray:
+    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
+    return np.where(norms > 0, norms, 1.0)
+
+
+# --- per candidate ----------------------------------------------------------------------------
+
+
+def _arrays(values: pd.Series, dtype: type) -> list[np.ndarray]:
+    """Array cells as numpy arrays; a missing cell (a job outside the graph: null in Spark,
+    NaN after a pandas merge) as an empty one."""
+    return [
+        np.asarray(v if isinstance(v, (list, tuple, np.ndarray)) else [], dtype=dtype)
+        for v in values
+    ]
+
+
+def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, np.ndarray]:
+    """One candidate's rows: its pool (`_profile_role` "pool") and its own jobs ("own"),
+    each with `job_id`, `doc_tokens` and the job's interest-graph row -> the three features
+    of each pool row, in the pool rows' order."""
+    own = group[group[PROFILE_ROLE] == "own"]
+    pool = group[group[PROFILE_ROLE] == "pool"]
+    tfidf, w2v = text_similarities(
+        vocabulary, _arrays(own["doc_tokens"], object), _arrays(pool["doc_tokens"], object)
+    )
+    sequence = pool["sequence_job_ids"].iat[0] if len(pool) else None
+    co_interest = co_interest_scores(
+        _arrays(own["neighbours"], np.int64),
+        _arrays(own["counts"], np.int64),
+        _arrays(pool["neighbours"], np.int64),
+        _arrays(pool["counts"], np.int64),
+        pool["interested"].fillna(0).to_numpy(dtype=np.int64),
+        own["job_id"].to_numpy(dtype=np.int64),
+        pool["job_id"].to_numpy(dtype=np.int64),
+        np.asarray(sequence if sequence is not None else [], dtype=np.int64),
+    )
+    return {"profile_tfidf": tfidf, "profile_w2v": w2v, "co_interest": co_interest}
+
+
+def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
+    """Rows of any number of candidates (pool and own rows, see :func:`profile_features`)
+    -> their pool rows with the features, the own rows and the graph's columns dropped."""
+    parts = []
+    for _, group in frame.groupby("candidate_id", sort=False):
+        pool = group[group[PROFILE_ROLE] == "pool"]
+        parts.append(pool.assign(**profile_features(group, vocabulary)))
+    if not parts:
+        return frame.iloc[:0].assign(**{name: [] for name in PROFILE_FEATURES})
+    return pd.concat(parts).drop(columns=[PROFILE_ROLE, *_GRAPH_COLUMNS])
+
+
+def with_profile_features(
+    pool: DataFrame,
+    tokens: DataFrame,
+    graph: DataFrame,
+    vectors_file: str,
+    words_and_idf: WordsAndIdf,
+) -> DataFrame:
+    """Pool rows (`candidate_id, job_id, doc_tokens, own_job_ids, sequence_job_ids`, any
+    others) -> the same rows with :data:`PROFILE_FEATURES`. Each candidate's own jobs join
+    its pool rows in one group (their text from `tokens`, their graph rows from `graph`, a
+    :func:`co_interest_table`), so nothing per candidate is repeated on every pool row."""
+    own = (
+        pool.select("candidate_id", "own_job_ids")
+        .dropDuplicates(["candidate_id"])
+        .select("candidate_id", F.explode(F.array_distinct("own_job_ids")).alias("job_id"))
+        .join(tokens, "job_id")
+        .join(graph, "job_id", "left")
+        .withColumn(PROFILE_ROLE, F.lit("own"))
+    )
+    both = (
+        pool.join(graph, "job_id", "left")
+        .withColumn(PROFILE_ROLE, F.lit("pool"))
+        .unionByName(own, allowMissingColumns=True)
+    )
+    columns = [*pool.columns, *PROFILE_FEATURES]
+    schema = ", ".join(
+        [*(f"`{f.name}` {f.dataType.simpleString()}" for f in pool.schema.fields), PROFILE_COLUMNS]
+    )
+
+    def run(rows: pd.DataFrame) -> pd.DataFrame:
+        vocabulary = idf_vocabulary(vectors_file, words_and_idf)
+        return add_profile_features(rows, vocabulary)[columns]
+
+    return map_groups_in_pandas(both, ["candidate_id"], run, schema)

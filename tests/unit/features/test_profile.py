@@ -1,0 +1,76 @@
+"""The candidate-profile features as numpy: the interest graph's walks without the
+candidate's own row, and the text similarities."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jobrec_core.features.histograms import Vocabulary
+from jobrec_core.features.profile import co_interest_scores, text_similarities
+
+
+def graph_scores(rows: dict[str, list[int]], own: list[int], pool: list[int], sequence: list[int]):
+    """`co_interest_scores` on the graph of candidates `rows` (name -> jobs)."""
+    links: dict[int, dict[int, int]] = {}
+    interested: dict[int, int] = {}
+    for jobs in rows.values():
+        for a in jobs:
+            interested[a] = interested.get(a, 0) + 1
+            for b in jobs:
+                if a != b:
+                    links.setdefault(a, {})
+                    links[a][b] = links[a].get(b, 0) + 1
+
+    def adjacency(job: int) -> tuple[np.ndarray, np.ndarray]:
+        found = links.get(job, {})
+        return np.array(list(found), dtype=np.int64), np.array(list(found.values()), dtype=np.int64)
+
+    own_rows = [adjacency(j) for j in own]
+    pool_rows = [adjacency(j) for j in pool]
+    return co_interest_scores(
+        [n for n, _ in own_rows],
+        [c for _, c in own_rows],
+        [n for n, _ in pool_rows],
+        [c for _, c in pool_rows],
+        np.array([interested.get(j, 0) for j in pool]),
+        np.array(own),
+        np.array(pool),
+        np.array(sequence),
+    )
+
+
+def test_a_held_out_job_is_not_found_through_the_row_it_was_held_out_of():
+    # The candidate ("me") held job 3 out; only their own row links 1 and 3.
+    rows = {"me": [1, 3], "a": [1, 2], "b": [4, 5]}
+    scores = graph_scores(rows, own=[1], pool=[3, 2, 5], sequence=[1, 3])
+    assert scores.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_two_steps_through_other_candidates_count_per_candidate_of_the_pool_job():
+    rows = {"me": [1, 3], "a": [1, 2], "b": [2, 3], "c": [3, 9]}
+    scores = graph_scores(rows, own=[1], pool=[3, 2], sequence=[1, 3])
+    # 1 -a- 2 -b- 3: one walk; 3 interests b and c besides "me"
+    assert scores[0] == 0.5
+    # 2 is one step from 1, no two-step walk ends there (1 -a- 2 only)
+    assert scores[1] == 0.0
+
+
+def test_recommendations_use_the_whole_row_as_own_jobs():
+    rows = {"me": [1, 2], "a": [2, 7], "b": [7, 8]}
+    scores = graph_scores(rows, own=[1, 2], pool=[8], sequence=[1, 2])
+    # 2 -a- 7 -b- 8, divided by the two own jobs and 8's one candidate
+    assert scores.tolist() == [0.5]
+
+
+def test_text_similarities_rank_the_job_that_shares_the_candidates_words_first():
+    words = np.array(["nurse", "patient", "care", "truck", "driver"])
+    vectors = np.eye(5, dtype=np.float32)
+    vocabulary = Vocabulary(words, vectors, np.ones(5, dtype=np.float32))
+    own = [np.array(["nurse", "patient"]), np.array(["nurse", "care"])]
+    pool = [np.array(["patient", "care", "nurse"]), np.array(["truck", "driver"]), np.array([])]
+    tfidf, w2v = text_similarities(vocabulary, own, pool)
+    assert tfidf[0] > 0.5 and tfidf[1] == 0.0 and tfidf[2] == 0.0
+    # one own job's words exactly: the mean cosine of unit vectors
+    same, _ = text_similarities(vocabulary, own[:1], [own[0]])
+    assert np.isclose(same[0], 1.0)
+    assert w2v[0] > w2v[1]
