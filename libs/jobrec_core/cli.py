@@ -253,7 +253,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         print()
         print(run_build_pairs(spark, config).format())
         test_files = gate_files(spark, config)
-        for version in config.model.versions:  # the paper's four configurations
+        for version in config.evaluation.models:  # the paper's four configurations, then ours
             print(f"\nDRMM {version}")
             versioned = config.model_copy(
                 update={"model": config.model.model_copy(update={"version": version})}

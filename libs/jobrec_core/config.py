@@ -226,6 +226,7 @@ class ModelVersionConfig(_Section):
     """One of the named DRMM configurations: the paper's (§8.2) and ours (docs/TRAINING.md)."""
 
     examples: Literal["paper", "pool"] = "paper"  # the paper's triples | pairs from the pool
+    architecture: Literal["drmm", "knrm", "tks"] = "drmm"  # what reads a term's similarities
     extras: list[ExtraFeature] = []
     extras_keep: float = Field(default=1.0, gt=0, le=1)
     two_phase: bool = False
@@ -279,6 +280,7 @@ class EvaluationConfig(_Section):
     learning_curve: bool
     ground_truth_candidates: int = Field(ge=0)
     baselines: list[str]
+    models: list[str]  # the DRMM configurations (`model.versions`) compared (and the demo trains)
     held_out_candidates: int = Field(ge=0)
     bootstrap_resamples: int = Field(ge=100)
 
@@ -313,6 +315,16 @@ class JobrecConfig(_Section):
 
     env: str = "base"
     project_root: str = "."
+
+    @model_validator(mode="after")
+    def _known_models(self) -> JobrecConfig:
+        unknown = [name for name in self.evaluation.models if name not in self.model.versions]
+        if unknown:
+            raise ValueError(
+                f"evaluation.models {unknown} are not in model.versions "
+                f"({', '.join(sorted(self.model.versions))})"
+            )
+        return self
 
     def path(self, relative: str) -> str:
         """A location under `storage.root` (tables, artifacts), as a string Spark understands."""

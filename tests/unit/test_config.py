@@ -133,3 +133,8 @@ def test_malformed_override_is_refused(override):
 def test_conf_dir_from_environment(monkeypatch):
     monkeypatch.setenv("JOBREC_CONF_DIR", str(CONF))
     assert load_config("local").env == "local"
+
+
+def test_the_compared_models_must_be_configured_versions():
+    with pytest.raises(ConfigError, match=r"evaluation\.models \['v9'\]"):
+        load_config("local", ["evaluation.models=[v1, v9]"], CONF)

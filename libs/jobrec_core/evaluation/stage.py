@@ -93,7 +93,7 @@ def current_models(
     }
     recorded = manifest.read_manifest(config)
     found, skipped = {}, {}
-    for version in config.model.versions:
+    for version in config.evaluation.models:
         ranker = f"DRMM {version}"
         entry = recorded.get(model_entry(version))
         if entry is None or entry.get("version") is None:

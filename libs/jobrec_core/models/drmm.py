@@ -6,8 +6,9 @@ word vector) weighs the term scores into the document score. Padded query terms 
 out of the softmax, so a batch can mix queries of any length.
 
 Optionally a last linear layer mixes the document score with extra features (common
-unigrams, common bigrams, BM25; `log1p` of each, because raw BM25 scores and counts are two
-orders of magnitude above the document score). Dropout on the extra-feature inputs keeps the
+unigrams, common bigrams, BM25, the candidate-profile features; `log1p` of each, because raw
+BM25 scores and counts are two orders of magnitude above the document score, and the log
+of the co-interest ratio, `LOG_FLOOR`). Dropout on the extra-feature inputs keeps the
 model from copying BM25 (paper §8.2 v2). The layer starts as "document score only" (weight 1
 on it, 0 on the extras), so two-phase training (phase 1: last layer frozen) first learns the
 histogram part alone, then (phase 2: everything else frozen) how much the extras add.
@@ -29,6 +30,12 @@ from jobrec_core.config import JobrecConfig
 from jobrec_core.features.query_vectors import QueryVectors
 
 EXTRA_FEATURES = ("unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest")
+# Extra features entered as log(floor + x) rather than log1p(x): `co_interest` is a ratio
+# of walks to candidates spread over four orders of magnitude (most pools: 0.001 to 1), which
+# log1p would leave nearly linear, its few large values then deciding every pair. The floor
+# was chosen on the dev held-out MRR of a linear model on the demo's pool pairs (1e-4 and
+# 1e-3: 0.191; 1e-2: 0.186; log1p: 0.177), never on the ground truth.
+LOG_FLOOR = {"co_interest": 1e-3}
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,8 @@ class DrmmSpec:
     two_phase: bool = False
     phase2_keep: dict[str, float] = field(default_factory=dict)
     examples: str = "paper"  # what it is trained on: the paper's triples, or pairs from pools
+    architecture: str = "drmm"  # drmm | knrm | tks: what reads a query term's similarities
+    top_k: int = 10  # tks: the similarities per query term
 
     @staticmethod
     def from_config(config: JobrecConfig, vector_size: int) -> DrmmSpec:
@@ -62,6 +71,7 @@ class DrmmSpec:
             two_phase=version.two_phase,
             phase2_keep={str(k): v for k, v in version.phase2_keep.items()},
             examples=version.examples,
+            architecture=version.architecture,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -110,9 +120,15 @@ class Drmm(nn.Module):
     def __init__(self, spec: DrmmSpec) -> None:
         super().__init__()
         self.spec = spec
-        width = spec.bins + 1
+        self.kernels: KernelPooling | None = None
+        width, hidden = spec.bins + 1, spec.mlp_layers
+        if spec.architecture == "knrm":  # one linear layer over the summed kernels
+            self.kernels = KernelPooling(spec.bins)
+            width, hidden = self.kernels.size, 0
+        elif spec.architecture == "tks":
+            width = spec.top_k
         layers: list[nn.Module] = []
-        for _ in range(spec.mlp_layers):
+        for _ in range(hidden):
             layers += [nn.Linear(width, spec.mlp_width), nn.Tanh()]
             width = spec.mlp_width
         layers.append(nn.Linear(width, 1))
@@ -124,7 +140,8 @@ class Drmm(nn.Module):
             if isinstance(layer, nn.Linear):
                 nn.init.xavier_uniform_(layer.weight, gain=nn.init.calculate_gain("tanh"))
                 nn.init.zeros_(layer.bias)
-        self.gate = nn.Linear(spec.gate_dim, 1, bias=False)
+        # K-NRM sums its terms without gating: no gate, so DDP sees no unused parameter.
+        self.gate = None if self.kernels is not None else nn.Linear(spec.gate_dim, 1, bias=False)
         self.combine: nn.Linear | None = None
         if spec.extras:
             self.combine = nn.Linear(1 + len(spec.extras), 1)
@@ -140,6 +157,9 @@ class Drmm(nn.Module):
         self.keep_phase2: torch.Tensor
         self.register_buffer("keep_phase1", self._keep_vector({}), persistent=False)
         self.register_buffer("keep_phase2", self._keep_vector(spec.phase2_keep), persistent=False)
+        self.log_floor: torch.Tensor
+        floors = [LOG_FLOOR.get(name, 0.0) for name in spec.extras]
+        self.register_buffer("log_floor", torch.tensor(floors), persistent=False)
 
     def _keep_vector(self, overrides: dict[str, float]) -> torch.Tensor:
         return torch.tensor(
@@ -152,18 +172,28 @@ class Drmm(nn.Module):
     ) -> torch.Tensor:
         """Scores, shape (B,). Positional tensors (not `DrmmInputs`) so that the module can
         be traced, exported and wrapped by DDP like any other."""
-        # The MLP runs on the real query terms only: a batch pads every query to its longest
-        # (up to 300 terms against a median of about 50), and the padding would be most of the
-        # work. Padded positions score 0 and get no weight below.
-        term_scores = torch.zeros(mask.shape, dtype=hist.dtype, device=hist.device)
-        term_scores = term_scores.masked_scatter(mask, self.term_mlp(hist[mask]).squeeze(-1))
-        logits = self.gate(gate).squeeze(-1).masked_fill(~mask, float("-inf"))
-        # A query with no terms at all would softmax to NaN; it scores 0 instead.
-        weights = torch.nan_to_num(torch.softmax(logits, dim=1), nan=0.0)
-        document = (weights * term_scores).sum(dim=1)
+        # The term encoders run on the real query terms only: a batch pads every query to its
+        # longest (up to 300 terms against a median of about 50), and the padding would be
+        # most of the work. Padded positions score 0 and get no weight below.
+        terms = hist[mask]
+        if self.kernels is not None:
+            document = self._knrm(terms, mask)
+        else:
+            if self.spec.architecture == "tks":
+                terms = top_similarities(counts_of(terms, self.spec.histogram), self.spec)
+            term_scores = torch.zeros(mask.shape, dtype=hist.dtype, device=hist.device)
+            term_scores = term_scores.masked_scatter(mask, self.term_mlp(terms).squeeze(-1))
+            assert self.gate is not None
+            logits = self.gate(gate).squeeze(-1).masked_fill(~mask, float("-inf"))
+            # A query with no terms at all would softmax to NaN; it scores 0 instead.
+            weights = torch.nan_to_num(torch.softmax(logits, dim=1), nan=0.0)
+            document = (weights * term_scores).sum(dim=1)
         if self.combine is None:
             return document
-        features = torch.log1p(extras.clamp_min(0.0))
+        clamped = extras.clamp_min(0.0)
+        features = torch.where(
+            self.log_floor > 0, torch.log(clamped + self.log_floor), torch.log1p(clamped)
+        )
         if self.training:
             keep = self.keep_phase2 if self.phase == 2 else self.keep_phase1
             features = features * torch.bernoulli(keep.expand_as(features)) / keep
@@ -171,6 +201,70 @@ class Drmm(nn.Module):
 
     def score(self, inputs: DrmmInputs) -> torch.Tensor:
         return self(*inputs.tensors())
+
+    def _knrm(self, terms: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """K-NRM: per query term, log soft-TF of each kernel; summed over the query's terms,
+        then one linear layer (`term_mlp` is that layer here)."""
+        assert self.kernels is not None
+        pooled = torch.log1p(self.kernels(counts_of(terms, self.spec.histogram)))
+        per_query = torch.zeros(
+            (mask.shape[0], pooled.shape[1]), dtype=pooled.dtype, device=pooled.device
+        )
+        owner = mask.nonzero()[:, 0]
+        per_query = per_query.index_add(0, owner, pooled)
+        return self.term_mlp(per_query).squeeze(-1)
+
+
+def counts_of(histograms: torch.Tensor, variant: str) -> torch.Tensor:
+    """The counts behind a histogram variant: K-NRM and DRMM-TKS count similarities (NH keeps
+    its normalisation by document length, which is K-NRM's soft-TF over a normalised text)."""
+    return torch.round(torch.expm1(histograms)) if variant == "lch" else histograms
+
+
+def bin_centres(bins: int, device: torch.device) -> torch.Tensor:
+    """The similarity each histogram bin stands for: its centre, and 1 for exact matches."""
+    width = 2.0 / bins
+    centres = -1.0 + width * (torch.arange(bins, dtype=torch.float32, device=device) + 0.5)
+    return torch.cat([centres, torch.ones(1, device=device)])
+
+
+class KernelPooling(nn.Module):
+    """K-NRM's RBF kernels (Xiong et al. 2017; seed 002) over a query term's similarities,
+    read from its histogram: each similarity counts at its bin's centre, a quantisation of
+    2 / bins (0.067) against the kernels' width of 0.1. Eleven kernels: exact match (mu 1,
+    sigma 0.001), then mu 0.9, 0.7, ..., -0.9 (sigma 0.1)."""
+
+    def __init__(self, bins: int) -> None:
+        super().__init__()
+        means = torch.tensor([1.0, *[0.9 - 0.2 * i for i in range(10)]])
+        widths = torch.tensor([1e-3, *[0.1] * 10])
+        centres = bin_centres(bins, torch.device("cpu"))
+        weights = torch.exp(-((centres[:, None] - means[None, :]) ** 2) / (2 * widths**2))
+        weights[:-1, 0] = 0.0  # only exact matches sit in the exact-match kernel
+        self.weights: torch.Tensor
+        self.register_buffer("weights", weights, persistent=False)
+
+    def forward(self, counts: torch.Tensor) -> torch.Tensor:
+        return counts @ self.weights
+
+    @property
+    def size(self) -> int:
+        return int(self.weights.shape[1])
+
+
+def top_similarities(counts: torch.Tensor, spec: DrmmSpec) -> torch.Tensor:
+    """DRMM-TKS's input: a query term's `top_k` highest similarities, read from its counts
+    (bin centres, highest first; 0 where the document has fewer terms), shape (N, top_k)."""
+    centres = bin_centres(spec.bins, counts.device)
+    highest_first = torch.flip(counts, dims=[1])
+    reached = torch.cumsum(highest_first, dim=1)
+    ranks = torch.arange(1, spec.top_k + 1, dtype=counts.dtype, device=counts.device)
+    # for the r-th largest similarity: the first bin (from the top) whose running count
+    # reaches r
+    position = torch.searchsorted(reached.contiguous(), ranks.expand(len(counts), -1).contiguous())
+    found = position < counts.shape[1]
+    values = torch.flip(centres, dims=[0])[position.clamp_max(counts.shape[1] - 1)]
+    return torch.where(found, values, torch.zeros_like(values))
 
 
 def set_phase(model: Drmm, phase: int) -> None:

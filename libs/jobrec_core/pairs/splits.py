@@ -3,6 +3,8 @@ the MAP sets' documents. Pure DataFrame -> DataFrame functions, seeded by hashes
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -17,13 +19,11 @@ TRIPLE_SPLITS = ("train", "dev", "test")
 MAP_SPLITS = ("map_dev", "map_test")
 
 
-# Held-out-interest sets: the pools a model learns from (train: `examples: pool`), is selected
-# on (dev) and is gated on (test).
-HELD_OUT_SPLITS = {
-    "held_out_train": ("train",),
-    "held_out_dev": ("dev", "map_dev"),
-    "held_out_test": ("test", "map_test"),
-}
+# Held-out-interest sets: the pools a model is selected on (dev) and gated on (test).
+HELD_OUT_SPLITS = {"held_out_dev": ("dev", "map_dev"), "held_out_test": ("test", "map_test")}
+
+# The training candidates' pools, which `examples: pool` models learn from (`pool_pairs`).
+POOL_SPLIT = {"pool_train": ("train",)}
 
 
 def _seeded_hash(seed: int, purpose: str, column: str) -> Column:
@@ -119,17 +119,19 @@ def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFr
     ).select("candidate_id", "split", "query_terms", "d.*")
 
 
-def held_out_documents(assigned: DataFrame) -> DataFrame:
-    """Per candidate of every split (triples and MAP alike), the pool a recommendation would
-    re-rank: the full query's hits minus the candidate's other own jobs,
+def held_out_documents(
+    assigned: DataFrame, splits: Mapping[str, tuple[str, ...]] = HELD_OUT_SPLITS
+) -> DataFrame:
+    """Per candidate of the `splits` sources (triples and MAP alike), the pool a
+    recommendation would re-rank: the full query's hits minus the candidate's other own jobs,
     with label 1 on the held-out job (the positive, which the query was built without) and
     `bm25_rank` counted among the kept hits. Where a model puts that job is the held-out
     interest metric: it needs only the platform's own interest data, so it exists on real
     data, unlike the generator's latent interests, and it is what training learns from
-    (`held_out_train`, through :func:`pool_pairs`), selects epochs on (`held_out_dev`) and
-    the promotion gate compares models on (`held_out_test`)."""
+    (`pool_train`, through :func:`pool_pairs`), selects epochs on (`held_out_dev`) and the
+    promotion gate compares models on (`held_out_test`)."""
     split: Column = F.lit(None).cast("string")
-    for name, sources in HELD_OUT_SPLITS.items():
+    for name, sources in splits.items():
         split = F.when(F.col("split").isin(*sources), name).otherwise(split)
     others = F.filter("own_job_ids", lambda job: job != F.col("positive_job_id"))
     pool = F.filter("full_hits", lambda h: ~F.array_contains(others, h["job_id"]))
@@ -174,24 +176,32 @@ def profile_owners(assigned: DataFrame) -> DataFrame:
     )
 
 
-def pool_pairs(pools: DataFrame, negatives: int, seed: int) -> DataFrame:
-    """Featured pool rows of one split (`held_out_documents` + features) -> training pairs
-    in the triples' shape: each candidate's held-out job (the positive) against up to
-    `negatives` other jobs of the same pool, drawn by a seeded hash. Both documents come from
-    the query that built the pool, so no feature tells them apart by the query (the paper's
-    negatives come from a second, shorter query, and their BM25 gives them away)."""
-    shared = ("candidate_id", "split", "query_terms", "query_idf")
-    documents = [c for c in pools.columns if c not in (*shared, "label", "bm25_rank")]
+def pool_sample(pools: DataFrame, negatives: int, seed: int) -> DataFrame:
+    """Pool rows (`held_out_documents`) -> each candidate's held-out job and up to
+    `negatives` other jobs of its pool, drawn by a seeded hash of (candidate, job): only
+    these get features, not the whole pool."""
     draw = Window.partitionBy("candidate_id").orderBy(
         F.xxhash64(F.lit(seed), F.lit("pool negative"), "candidate_id", "job_id"), "job_id"
     )
-    negative = (
-        pools.where(F.col("label") == 0)
-        .withColumn("draw", F.row_number().over(draw))
+    negative = F.row_number().over(draw)
+    return (
+        pools.withColumn("draw", F.when(F.col("label") == 0, negative).otherwise(F.lit(0)))
         .where(F.col("draw") <= negatives)
-        .select("candidate_id", *[F.col(c).alias(f"neg_{c}") for c in documents])
+        .drop("draw")
     )
-    positive = pools.where(F.col("label") == 1).select(
+
+
+def pool_pairs(featured: DataFrame) -> DataFrame:
+    """Featured :func:`pool_sample` rows -> training pairs in the triples' shape: the
+    held-out job (the positive) against each drawn job of the same pool. Both documents come
+    from the query that built the pool, so no feature tells them apart by the query (the
+    paper's negatives come from a second, shorter query, and their BM25 gives them away)."""
+    shared = ("candidate_id", "split", "query_terms", "query_idf")
+    documents = [c for c in featured.columns if c not in (*shared, "label", "bm25_rank")]
+    negative = featured.where(F.col("label") == 0).select(
+        "candidate_id", *[F.col(c).alias(f"neg_{c}") for c in documents]
+    )
+    positive = featured.where(F.col("label") == 1).select(
         *shared, *[F.col(c).alias(f"pos_{c}") for c in documents]
     )
     return positive.join(negative, "candidate_id")

@@ -58,6 +58,7 @@ from jobrec_core.features.queries import (
 from jobrec_core.pairs.splits import (
     HELD_OUT_SPLITS,
     MAP_SPLITS,
+    POOL_SPLIT,
     SPLITS,
     TRIPLE_SPLITS,
     _seeded_hash,
@@ -65,6 +66,7 @@ from jobrec_core.pairs.splits import (
     held_out_documents,
     map_documents,
     pool_pairs,
+    pool_sample,
     profile_owners,
     select_triples,
     split_sizes,
@@ -126,6 +128,7 @@ class PairsFunnel:
             for name in (*SPLITS, *HELD_OUT_SPLITS)
         ]
         lines += [f"  pool rows {name:<23} {n:>12,}" for name, n in sorted(self.pool_rows.items())]
+        lines[-1] += "  (pairs)" if "pool_train" in self.pool_rows else ""
         lines.append(
             f"  index {self.index}, embeddings {self.embeddings}, config {self.config_hash}"
         )
@@ -176,8 +179,11 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         r["outcome"]: int(r["count"]) for r in selected.groupBy("outcome").count().collect()
     }
     sizes = split_sizes(config.pairs, outcomes.get("kept", 0))
-    assigned = assign_splits(selected.where(F.col("outcome") == "kept"), sizes, seed).where(
-        F.col("split").isNotNull()
+    # Cached: every table below reads it, and the split ranks come from one global window.
+    assigned = (
+        assign_splits(selected.where(F.col("outcome") == "kept"), sizes, seed)
+        .where(F.col("split").isNotNull())
+        .cache()
     )
     documents = document_tokens(
         jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
@@ -191,6 +197,9 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         config.pairs.map_negatives,
     )
     held_out_docs = held_out_documents(assigned)
+    pool_docs = pool_sample(
+        held_out_documents(assigned, POOL_SPLIT), config.pairs.pool_negatives, seed
+    )
     profiles_path = table_path(config, "gold", "pairs/profiles")
     with _step("candidate-profile features (gold/pairs/profiles)"):
         wanted = reduce(
@@ -200,6 +209,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
                 triple_rows.select("candidate_id", F.col("neg_job_id").alias("job_id")),
                 map_docs.select("candidate_id", "job_id"),
                 held_out_docs.select("candidate_id", "job_id"),
+                pool_docs.select("candidate_id", "job_id"),
             ],
         ).distinct()
         rows = wanted.join(profile_owners(assigned), "candidate_id").join(documents, "job_id")
@@ -230,6 +240,12 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         )
     map_path = table_path(config, "gold", "pairs/map_sets")
     held_out_path = table_path(config, "gold", "pairs/held_out")
+    pool_path = table_path(config, "gold", "pairs/pool_triples")
+
+    def featured(rows: DataFrame) -> DataFrame:
+        joined = rows.join(profiles, ["candidate_id", "job_id"]).join(documents, "job_id")
+        return map_features(joined, vectors_file, words_and_idf, bins)
+
     # A MAP row carries 100 documents of up to 500 terms: small Arrow batches keep the
     # workers' memory flat (Spark's default of 10,000 rows per batch would hold ~1M documents).
     with arrow_batch(spark, config.histograms.map_queries_per_batch):
@@ -238,27 +254,13 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             ("held-out sets with features (gold/pairs/held_out)", held_out_path, held_out_docs),
         ):
             with _step(name):
-                write_delta(
-                    map_features(
-                        rows.join(profiles, ["candidate_id", "job_id"]).join(documents, "job_id"),
-                        vectors_file,
-                        words_and_idf,
-                        bins,
-                    ),
-                    path,
-                    partition_by=["split"],
-                )
-    pool_path = table_path(config, "gold", "pairs/pool_triples")
-    with _step("training pairs from the pools (gold/pairs/pool_triples)"):
-        write_delta(
-            pool_pairs(
-                read_delta(spark, held_out_path).where(F.col("split") == "held_out_train"),
-                config.pairs.pool_negatives,
-                seed,
-            ).select(*schema_columns(TRIPLE_SCHEMA)),
-            pool_path,
-            partition_by=["split"],
-        )
+                write_delta(featured(rows), path, partition_by=["split"])
+        with _step("training pairs from the pools (gold/pairs/pool_triples)"):
+            sampled = featured(pool_docs).cache()  # both sides of the pairs read it
+            pairs = pool_pairs(sampled).select(*schema_columns(TRIPLE_SCHEMA))
+            write_delta(pairs, pool_path, partition_by=["split"])
+            sampled.unpersist()
+    assigned.unpersist()
     selected.unpersist()
 
     split_counts = _counts_by_split(read_delta(spark, triples_path).groupBy("split").count())
@@ -274,6 +276,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     split_counts |= _counts_by_split(held_out.agg(F.countDistinct("candidate_id").alias("count")))
     pool_rows = _counts_by_split(read_delta(spark, map_path).groupBy("split").count())
     pool_rows |= _counts_by_split(held_out.count())
+    pool_rows |= _counts_by_split(read_delta(spark, pool_path).groupBy("split").count())
     funnel = PairsFunnel(
         candidates=queries.count(),
         empty_query=queries.where(F.size("query_terms") == 0).count(),

@@ -109,7 +109,7 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             split: snapshot_files(spark, held_out, split)
             for split in ("held_out_dev", "held_out_test")
         }
-        | {"pool": snapshot_files(spark, str(pairs["pool_triples"]), "held_out_train")}
+        | {"pool": snapshot_files(spark, str(pairs["pool_triples"]), "pool_train")}
     )
     if not files["train"]:
         raise RuntimeError(

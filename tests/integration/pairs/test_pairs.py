@@ -70,7 +70,6 @@ def test_held_out_sets_label_the_positive_in_the_pool_without_the_other_own_jobs
     )
     assert pools
     assert {(row.split, row.source) for row in pools} <= {
-        ("held_out_train", "train"),
         ("held_out_dev", "dev"),
         ("held_out_dev", "map_dev"),
         ("held_out_test", "test"),
@@ -90,18 +89,19 @@ def test_pool_pairs_oppose_the_held_out_job_to_jobs_of_the_same_pool(spark, buil
     config, _ = built
     entry = current(config, "pairs")
     pairs = read_delta(spark, entry["pool_triples"]).toPandas()
-    pools = read_delta(spark, entry["held_out"]).where("split = 'held_out_train'").toPandas()
-    assert len(pairs) and set(pairs["split"]) == {"held_out_train"}
+    assert len(pairs) and set(pairs["split"]) == {"pool_train"}
     per_candidate = pairs.groupby("candidate_id").size()
-    assert per_candidate.max() <= config.pairs.pool_negatives
-    keyed = pools.set_index(["candidate_id", "job_id"])
+    assert per_candidate.max() == config.pairs.pool_negatives
+    retrieval = read_delta(spark, entry["retrieval"]).toPandas().set_index("candidate_id")
+    queries = read_delta(spark, table_path(config, "silver", "queries")).toPandas()
+    own = queries.set_index("candidate_id")
     for row in pairs.head(50).itertuples():
-        positive = keyed.loc[(row.candidate_id, row.pos_job_id)]
-        negative = keyed.loc[(row.candidate_id, row.neg_job_id)]
-        assert positive["label"] == 1 and negative["label"] == 0
-        # both documents' features come from the one query that built the pool
-        assert row.pos_bm25 == positive["bm25"] and row.neg_bm25 == negative["bm25"]
-        assert row.neg_co_interest == negative["co_interest"]
+        # both documents come from the one query that built the pool, with its BM25 scores
+        hits = {h["job_id"]: h["score"] for h in retrieval.loc[row.candidate_id, "full_hits"]}
+        assert row.pos_job_id == own.loc[row.candidate_id, "positive_job_id"]
+        assert row.pos_bm25 == hits[row.pos_job_id] and row.neg_bm25 == hits[row.neg_job_id]
+        assert row.neg_job_id not in set(own.loc[row.candidate_id, "own_job_ids"])
+    assert pairs["neg_co_interest"].notna().all()
 
 
 def test_profile_features_are_bounded_and_stored_everywhere(spark, built):
@@ -229,11 +229,14 @@ def test_rerun_gives_the_same_rows(spark, built):
     config, funnel = built
     columns = ["candidate_id", "split", "pos_job_id", "neg_job_id", "pos_hist", "neg_hist"]
 
+    pool_columns = ["candidate_id", "neg_job_id", "neg_profile_tfidf", "neg_co_interest"]
+
     def rows():
+        pool = read_delta(spark, current(config, "pairs")["pool_triples"])
         return {
             tuple(tuple(v) if isinstance(v, list) else v for v in r)
             for r in tables(spark, config)[0].select(*columns).collect()
-        }
+        } | {tuple(r) for r in pool.select(*pool_columns).collect()}
 
     before = rows()
     again = run_build_pairs(spark, config)

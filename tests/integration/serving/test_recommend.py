@@ -128,7 +128,7 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     rankers = [row.ranker for row in report.protocol]
     assert rankers[:2] == [BM25, WMD] and "DRMM v1" in rankers
     assert report.models["DRMM v1"] == version
-    assert set(report.skipped) == {"DRMM v2", "DRMM v3", "DRMM v4", "DRMM v5"}
+    assert set(report.skipped) == {f"DRMM v{n}" for n in range(2, 8)}
     bm25 = report.protocol[0]
     assert bm25.map == 1.0 and bm25.diversity == 0.0 and bm25.accuracy is None
     for row in report.protocol[1:]:

@@ -309,3 +309,27 @@ def test_embedding_gating_trains_saves_its_vectors_and_scores_from_words(spark, 
     # The words matter: the same rows with their words unknown score differently.
     unknown = rows.assign(query_terms=rows["query_terms"].map(lambda t: [f"x{w}" for w in t]))
     assert not np.allclose(score_frame(model, unknown), scores)
+
+
+@pytest.mark.parametrize(("version", "launcher"), [("v6", "distributor"), ("v7", "single")])
+def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
+    spark, tiny, tiny_pairs, version, launcher
+):
+    config = with_training(tiny[0], launcher=launcher, num_processes=2, max_epochs=1)
+    config = config.model_copy(
+        update={"model": config.model.model_copy(update={"version": version})}
+    )
+    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    inputs = training_inputs(spark, config)
+    plan = make_plan(config, spec, inputs, "unused")
+    assert plan.train_files == inputs.files["pool"] and plan.train_files != inputs.files["train"]
+    outcome = run_training(spark, config, fresh=True)
+    model = load_model(outcome.result.model_file)
+    assert model.spec.architecture == spec.architecture and "co_interest" in model.spec.extras
+    configure_mlflow(config)
+    pyfunc = mlflow.pyfunc.load_model(f"models:/{config.mlflow.model_name}/{outcome.version}")
+    rows: pd.DataFrame = (
+        read_delta(spark, manifest.current(config, "pairs")["held_out"]).limit(20)
+    ).toPandas()
+    scores = np.asarray(pyfunc.predict(rows[pyfunc.metadata.get_input_schema().input_names()]))
+    np.testing.assert_allclose(scores, score_frame(model, rows), rtol=1e-6)

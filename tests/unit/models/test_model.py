@@ -299,3 +299,34 @@ def test_embedding_gate_places_each_words_vector_at_its_term():
     assert mask.tolist() == [[True, True], [False, False], [True, False]]
     np.testing.assert_allclose(gate[0], [[0, 0, 1], [1, 0, 0]])
     assert not gate[1:].any()  # no terms, and an unknown word
+
+
+def test_tks_reads_the_highest_similarities_from_the_counts():
+    from jobrec_core.models.drmm import top_similarities
+
+    counts = torch.zeros(2, BINS + 1)
+    counts[0, BINS] = 2  # two exact matches
+    counts[0, BINS - 1] = 1  # one similarity in the highest bin
+    counts[1, 0] = 1  # one similarity in the lowest bin
+    top = top_similarities(counts, spec(architecture="tks", top_k=4))
+    highest = 1.0 - 1.0 / BINS
+    assert torch.allclose(top[0], torch.tensor([1.0, 1.0, highest, 0.0]))
+    assert torch.allclose(top[1], torch.tensor([-highest, 0.0, 0.0, 0.0]))
+
+
+@pytest.mark.parametrize("architecture", ["knrm", "tks"])
+def test_every_architecture_scores_any_query_length_and_learns(architecture):
+    torch.manual_seed(0)
+    model = Drmm(spec(architecture=architecture, extras=("bm25",)))
+    batch = inputs(4, [3, 1, 5, 2], extras=1)
+    scores = model.score(batch)
+    assert scores.shape == (4,) and torch.isfinite(scores).all()
+    padded = DrmmInputs(
+        torch.cat([batch.hist, torch.zeros(4, 2, BINS + 1)], dim=1),
+        torch.cat([batch.mask, torch.zeros(4, 2, dtype=torch.bool)], dim=1),
+        torch.cat([batch.gate, torch.zeros(4, 2, 1)], dim=1),
+        batch.extras,
+    )
+    assert torch.allclose(model.score(padded), scores, atol=1e-6)
+    hinge_loss(scores[:2], scores[2:], 1.0).backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())

@@ -19,6 +19,7 @@ def inputs() -> RankingInputs:
         words_and_idf=None,  # type: ignore[arg-type]
         jobs=None,  # type: ignore[arg-type]
         tokens=None,  # type: ignore[arg-type]
+        graph=None,  # type: ignore[arg-type]
         connection=None,  # type: ignore[arg-type]
         index="jobs_v1",
         partitions=2,

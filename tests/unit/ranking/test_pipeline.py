@@ -25,6 +25,7 @@ def retrieved() -> pd.DataFrame:
             "candidate_id": [1, 2],
             "query_terms": [["java", "developer"], ["nurse"]],
             "own_job_ids": [[30], []],
+            "sequence_job_ids": [[30, 70], []],
             "full_hits": [
                 [
                     {"job_id": 30, "score": 9.0},
@@ -53,7 +54,10 @@ def test_retrieval_drops_own_jobs_keeps_bm25_ranks_and_breaks_ties_by_job_id():
         "rank",
         "bm25",
         "bm25_rank",
+        "own_job_ids",
+        "sequence_job_ids",
     ]
+    assert first["sequence_job_ids"].tolist() == [[30, 70]] * 3
 
 
 def test_a_reranker_replaces_score_and_rank_and_the_cutoff_keeps_the_top_k():
