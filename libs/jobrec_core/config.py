@@ -281,6 +281,7 @@ class EvaluationConfig(_Section):
     ground_truth_candidates: int = Field(ge=0)
     baselines: list[str]
     models: list[str]  # the DRMM configurations (`model.versions`) compared (and the demo trains)
+    curve_model: str  # the configuration the learning curve trains
     held_out_candidates: int = Field(ge=0)
     bootstrap_resamples: int = Field(ge=100)
 
@@ -318,10 +319,11 @@ class JobrecConfig(_Section):
 
     @model_validator(mode="after")
     def _known_models(self) -> JobrecConfig:
-        unknown = [name for name in self.evaluation.models if name not in self.model.versions]
+        named = [*self.evaluation.models, self.evaluation.curve_model]
+        unknown = [name for name in named if name not in self.model.versions]
         if unknown:
             raise ValueError(
-                f"evaluation.models {unknown} are not in model.versions "
+                f"evaluation.models/curve_model {unknown} are not in model.versions "
                 f"({', '.join(sorted(self.model.versions))})"
             )
         return self

@@ -83,11 +83,14 @@ def _key(ranker: str) -> str:
 def curve_figure(report: EvaluationReport) -> Any:
     with chart((6, 4), "DRMM learning curve", (0.0, 1.0)) as (figure, axis):
         # Both curves against the share of their largest sample: the demo has fewer triples.
-        largest = max(p.triples for p in report.curve)
-        shares = [p.triples / largest for p in report.curve]
+        largest = max(p.candidates for p in report.curve)
+        shares = [p.candidates / largest for p in report.curve]
         axis.plot(shares, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
         axis.plot(shares, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
         axis.plot(shares, [p.dev_mrr for p in report.curve], marker="o", label="dev held-out MRR")
+        axis.plot(
+            shares, [p.precision for p in report.curve], marker="o", label="ground-truth P@10"
+        )
         paper_sizes = sorted(PAPER_CURVE)
         paper_shares = [s / paper_sizes[-1] for s in paper_sizes]
         axis.plot(
@@ -221,9 +224,13 @@ def log_report(report: EvaluationReport, context: dict[str, str]) -> str:
         mlflow.set_tags({"stage": "evaluate", **context})
         mlflow.log_metrics(metrics(report))
         for point in report.curve:
-            mlflow.log_metric("learning_curve.dev_accuracy", point.dev_accuracy, step=point.triples)
-            mlflow.log_metric("learning_curve.dev_map", point.dev_map, step=point.triples)
-            mlflow.log_metric("learning_curve.dev_held_out_mrr", point.dev_mrr, step=point.triples)
+            for name, value in (
+                ("dev_accuracy", point.dev_accuracy),
+                ("dev_map", point.dev_map),
+                ("dev_held_out_mrr", point.dev_mrr),
+                ("ground_truth_precision", point.precision),
+            ):
+                mlflow.log_metric(f"learning_curve.{name}", value, step=point.candidates)
         for name, frame in tables(report).items():
             mlflow.log_table(frame, f"tables/{name}.json")
         for name, figure in figures(report).items():

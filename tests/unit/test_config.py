@@ -136,5 +136,5 @@ def test_conf_dir_from_environment(monkeypatch):
 
 
 def test_the_compared_models_must_be_configured_versions():
-    with pytest.raises(ConfigError, match=r"evaluation\.models \['v9'\]"):
+    with pytest.raises(ConfigError, match=r"evaluation\.models/curve_model \['v9'\]"):
         load_config("local", ["evaluation.models=[v1, v9]"], CONF)

@@ -23,6 +23,7 @@ class EvaluationReport:
     protocol: list[ProtocolRow] = field(default_factory=list)
     queries: dict[str, int] = field(default_factory=dict)  # experiment -> queries measured
     curve: list[CurvePoint] = field(default_factory=list)
+    curve_model: str = ""  # the configuration the learning curve trained
     ground_truth: list[GroundTruthRow] = field(default_factory=list)
     ceiling: Interval | None = None  # the best P@k inside the ground truth's pools
     real_ad_slice: list[GroundTruthRow] = field(default_factory=list)  # real ads relevant
@@ -51,16 +52,21 @@ class EvaluationReport:
         if self.curve:
             lines += [
                 "",
-                "2. Learning curve (dev split, the epoch kept; paper's figures in brackets)",
-                f"  {'triples':>9}{'asked':>8}{'epochs':>8}{'dev accuracy':>22}{'dev MAP':>20}"
-                f"{'dev held-out MRR':>18}",
+                f"2. Learning curve of {self.curve_model}: training candidates (one triple or "
+                "one pool's pairs each); dev split, the epoch kept; ground truth as in 3 "
+                "(the paper's figures, for its triples, in brackets)",
+                f"  {'trained':>9}{'asked':>8}{'epochs':>8}{'dev accuracy':>22}{'dev MAP':>20}"
+                f"{'dev MRR':>9}{f'GT P@{k}':>10}{'95% CI':>16}{f'nDCG@{k}':>9}",
             ]
             for point in self.curve:
                 paper_acc, paper_map = PAPER_CURVE.get(point.configured, (None, None))
                 lines.append(
-                    f"  {point.triples:>9,}{point.configured:>8,}{point.epochs:>8}"
+                    f"  {point.candidates:>9,}{point.configured:>8,}{point.epochs:>8}"
                     f"{_with_paper(point.dev_accuracy, paper_acc):>22}"
-                    f"{_with_paper(point.dev_map, paper_map):>20}{point.dev_mrr:>18.4f}"
+                    f"{_with_paper(point.dev_map, paper_map):>20}{point.dev_mrr:>9.4f}"
+                    f"{point.precision:>10.3f}"
+                    f"{_interval(point.precision_low, point.precision_high):>16}"
+                    f"{point.ndcg:>9.3f}"
                 )
         if self.ground_truth:
             lines += ["", *self._ground_truth_lines()]

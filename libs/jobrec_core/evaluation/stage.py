@@ -25,7 +25,8 @@ where the metrics are numpy (`ranking.metrics`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import reduce
 from typing import cast
 
@@ -34,8 +35,13 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.evaluation.curve import CurvePoint, curve_sizes
-from jobrec_core.evaluation.ground_truth import GroundTruth, ground_truth, with_relevance
+from jobrec_core.evaluation.curve import CurvePoint, CurveTraining, curve_sizes
+from jobrec_core.evaluation.ground_truth import (
+    GroundTruth,
+    GroundTruthRow,
+    ground_truth,
+    with_relevance,
+)
 from jobrec_core.evaluation.held_out import (
     HeldOut,
     agreement,
@@ -44,6 +50,7 @@ from jobrec_core.evaluation.held_out import (
 )
 from jobrec_core.evaluation.protocols import BM25, paper_protocol, triple_documents
 from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.models.model_io import load_model
 from jobrec_core.models.registry import model_entry, model_of
 from jobrec_core.platform import manifest
 from jobrec_core.platform.spark import arrow_batch
@@ -75,7 +82,7 @@ QUARANTINE_SOURCE = "evaluate"
 # Trains the configured DRMM on the given training files (None: the whole training split; the
 # dev split as usual) and returns (dev accuracy, dev MAP, dev held-out MRR) of the epoch it
 # kept, and the epochs it ran.
-CurveTrainer = Callable[[list[str] | None, int], tuple[float, float, float, int]]
+CurveTrainer = Callable[[list[str] | None, int], CurveTraining]
 
 
 # --- the models ---------------------------------------------------------------------------------
@@ -148,21 +155,29 @@ def run_paper_protocol(
 
 def run_learning_curve(
     spark: SparkSession, config: JobrecConfig, trainer: CurveTrainer
-) -> list[CurvePoint]:
-    """Nested seeded samples of the training triples (`gold/pairs/learning_curve`), one
-    model trained on each by `trainer`."""
+) -> list[tuple[CurvePoint, str]]:
+    """Nested seeded samples of the training candidates of `evaluation.curve_model`'s
+    examples (the paper's triples, one per candidate, or each candidate's pool pairs;
+    `gold/pairs/learning_curve`), one model trained on each by `trainer`: the points, each
+    with its model's file."""
     pairs = manifest.current(config, "pairs")
-    triples = read_delta(spark, str(pairs["triples"])).where(F.col("split") == "train")
-    available = triples.count()
+    if config.model.versions[config.evaluation.curve_model].examples == "pool":
+        examples = read_delta(spark, str(pairs["pool_triples"])).where("split = 'pool_train'")
+    else:
+        examples = read_delta(spark, str(pairs["triples"])).where("split = 'train'")
+    candidates = examples.select("candidate_id").distinct()
+    available = candidates.count()
     sizes = curve_sizes(config.training.learning_curve_sizes, available)
     if not sizes:
         return []
     subsets_path = table_path(config, "gold", "pairs/learning_curve")
-    ordered = triples.orderBy(
+    ordered = candidates.orderBy(
         F.xxhash64(F.lit(config.run.seed), F.lit("learning curve"), "candidate_id"), "candidate_id"
     )
     subsets = [
-        ordered.limit(used).withColumn("split", F.lit(f"train_{used}"))
+        examples.join(ordered.limit(used), "candidate_id").withColumn(
+            "split", F.lit(f"train_{used}")
+        )
         for used, _ in sizes
         if used < available
     ]
@@ -170,11 +185,26 @@ def run_learning_curve(
         write_delta(reduce(DataFrame.unionByName, subsets), subsets_path, partition_by=["split"])
     points = []
     for used, asked in sizes:
-        log.info("learning curve: training on %d triples", used)
+        log.info("learning curve: %s on %d candidates", config.evaluation.curve_model, used)
         # The whole split is the training split itself (the trainer may already have it).
         files = None if used == available else snapshot_files(spark, subsets_path, f"train_{used}")
-        points.append(CurvePoint(used, asked, *trainer(files, used)))
+        accuracy, map_, mrr, epochs, model_file = trainer(files, used)
+        points.append((CurvePoint(used, asked, accuracy, map_, mrr, epochs), model_file))
     return points
+
+
+def with_ground_truth(points: list[CurvePoint], rows: list[GroundTruthRow]) -> list[CurvePoint]:
+    """The curve's points with their models' ground-truth rows (in the points' order)."""
+    return [
+        replace(
+            point,
+            precision=row.precision,
+            precision_low=row.precision_low,
+            precision_high=row.precision_high,
+            ndcg=row.ndcg,
+        )
+        for point, row in zip(points, rows, strict=True)
+    ]
 
 
 # --- 3. ground truth ----------------------------------------------------------------------------
@@ -228,8 +258,14 @@ def is_real_ad(config: JobrecConfig) -> Column:
 
 
 def run_ground_truth(
-    spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, rankers: list[Scorer]
-) -> GroundTruth | None:
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    rankers: list[Scorer],
+    curve: Sequence[Scorer] = (),
+) -> tuple[GroundTruth, GroundTruth | None] | None:
+    """(the rankers' ground truth, the learning curve's models' against the first ranker):
+    all scored in one pass; each table's statistics over its own rankers only."""
     count = config.evaluation.ground_truth_candidates
     truth_path = RawLocations.of(config).ground_truth
     if count <= 0 or not is_delta_table(spark, truth_path):
@@ -241,7 +277,7 @@ def run_ground_truth(
         spark,
         config,
         inputs,
-        rankers,
+        [*rankers, *curve],
         queries,
         "ground_truth_retrieval",
         lambda scored: with_relevance(scored, inputs.jobs, truth).withColumn(
@@ -251,7 +287,14 @@ def run_ground_truth(
     queries.unpersist()
     names = [scorer.name for scorer in rankers]
     settings = config.evaluation
-    return ground_truth(labelled, names, settings.k, settings.bootstrap_resamples, config.run.seed)
+
+    def judged(rankers: list[str]) -> GroundTruth:
+        return ground_truth(
+            labelled, rankers, settings.k, settings.bootstrap_resamples, config.run.seed
+        )
+
+    curve_names = [scorer.name for scorer in curve]
+    return judged(names), judged([names[0], *curve_names]) if curve_names else None
 
 
 # --- 4. held-out interest -----------------------------------------------------------------------
@@ -309,12 +352,22 @@ def run_evaluation(
     )
     report.protocol, queries = run_paper_protocol(spark, config, rerankers, inputs.tokens)
     report.queries |= queries
+    curve: list[Scorer] = []
     if config.evaluation.learning_curve and trainer is not None:
         log.info("evaluation 2/4: learning curve")
-        report.curve = run_learning_curve(spark, config, trainer)
+        trained = run_learning_curve(spark, config, trainer)
+        report.curve = [point for point, _ in trained]
+        report.curve_model = f"DRMM {config.evaluation.curve_model}"
+        curve = [
+            DrmmScorer.of(spark, f"curve {point.candidates}", load_model(model_file))
+            for point, model_file in trained
+        ]
     log.info("evaluation 3/4: ground truth")
-    measured = run_ground_truth(spark, config, inputs, [*baselines, *drmm])
-    if measured is not None:
+    judged = run_ground_truth(spark, config, inputs, [*baselines, *drmm], curve)
+    if judged is not None:
+        measured, on_curve = judged
+        if on_curve is not None:
+            report.curve = with_ground_truth(report.curve, on_curve.rows[1:])
         report.ground_truth, report.ceiling = measured.rows, measured.ceiling
         report.real_ad_slice = measured.real_ad_rows
         report.queries["ground_truth"] = measured.candidates

@@ -203,18 +203,28 @@ def train_unregistered(
 
 
 def train_on_files(
-    spark: SparkSession, config: JobrecConfig, train_files: list[str] | None, triples: int
-) -> tuple[float, float, float, int]:
-    """The learning curve's trainer: a model on `train_files` (a sample of `triples`
-    triples; None: the whole training split); (dev accuracy, dev MAP, dev held-out MRR) of
-    the epoch it kept, and the epochs it ran. On the whole split, the registered model of the
-    configured version is that very training when its training key is the current one, so
-    its recorded result is read instead of training it again."""
+    spark: SparkSession, config: JobrecConfig, train_files: list[str] | None, candidates: int
+) -> tuple[float, float, float, int, str]:
+    """The learning curve's trainer: `evaluation.curve_model` trained on `train_files` (the
+    examples of `candidates` training candidates; None: the whole training split); (dev
+    accuracy, dev MAP, dev held-out MRR) of the epoch it kept, the epochs it ran, and the
+    model's file. On the whole split, the registered model of that configuration is that
+    very training when its training key is the current one, so its recorded result is read
+    instead of training it again."""
+    config = config.model_copy(
+        update={"model": config.model.model_copy(update={"version": config.evaluation.curve_model})}
+    )
     result = recorded_result(spark, config) if train_files is None else None
     if result is None:
-        result = train_unregistered(spark, config, f"learning_curve/{triples}", train_files)
+        result = train_unregistered(spark, config, f"learning_curve/{candidates}", train_files)
     kept = result.selected_record()
-    return kept.dev_accuracy, kept.dev_map, kept.dev_mrr, len(result.history)
+    return (
+        kept.dev_accuracy,
+        kept.dev_map,
+        kept.dev_mrr,
+        len(result.history),
+        result.model_file,
+    )
 
 
 def recorded_result(spark: SparkSession, config: JobrecConfig) -> TrainResult | None:
