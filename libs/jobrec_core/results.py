@@ -32,6 +32,16 @@ def tables(report: EvaluationReport) -> dict[str, pd.DataFrame]:
         "learning_curve": pd.DataFrame([vars(p) for p in report.curve]),
         "ground_truth": pd.DataFrame([_flat_row(g) for g in report.ground_truth]),
         "held_out": pd.DataFrame([_flat_row(h) for h in report.held_out]),
+        "ground_truth_vs_baseline": pd.DataFrame(
+            [
+                {"ranker": c.ranker}
+                | {f"p_at_k_{k}": v for k, v in asdict(c.precision).items()}
+                | {"p_at_k_p_holm": c.precision_p}
+                | {f"ndcg_{k}": v for k, v in asdict(c.ndcg).items()}
+                | {"ndcg_p_holm": c.ndcg_p}
+                for c in report.versus_baseline
+            ]
+        ),
     }
     return {name: frame for name, frame in frames.items() if not frame.empty}
 
@@ -65,6 +75,12 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
             values[f"ground_truth.{key}.vs_bm25.p_holm"] = gt.p_holm
     if report.ceiling is not None:
         values[f"ground_truth.ceiling.p_at_{report.k}"] = report.ceiling.mean
+    for c in report.versus_baseline:
+        key = f"ground_truth.{_key(c.ranker)}.vs_profile_tfidf"
+        values[f"{key}.p_at_{report.k}"] = c.precision.mean
+        values[f"{key}.p_at_{report.k}_low"] = c.precision.low
+        values[f"{key}.ndcg_at_{report.k}"] = c.ndcg.mean
+        values[f"{key}.ndcg_at_{report.k}_low"] = c.ndcg.low
     for held in report.held_out:
         key = _key(held.ranker)
         values[f"held_out.{key}.mrr"] = held.mrr

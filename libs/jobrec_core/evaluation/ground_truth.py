@@ -44,6 +44,18 @@ class GroundTruthRow:
 
 
 @dataclass(frozen=True)
+class BaselineComparison:
+    """One ranker against the strong untrained baseline (`profile-tfidf`), paired per
+    candidate on P@k and on nDCG@k, each p Holm-corrected across the rankers compared."""
+
+    ranker: str
+    precision: PairedDifference
+    precision_p: float
+    ndcg: PairedDifference
+    ndcg_p: float
+
+
+@dataclass(frozen=True)
 class GroundTruth:
     rows: list[GroundTruthRow]
     candidates: int
@@ -52,6 +64,7 @@ class GroundTruth:
     # (scored rows with a `real_ad` column): do the rankings hold on real job text?
     real_ad_rows: list[GroundTruthRow] = field(default_factory=list)
     real_ad_candidates: int = 0
+    versus_baseline: list[BaselineComparison] = field(default_factory=list)
 
 
 def with_relevance(documents: DataFrame, jobs: DataFrame, truth: DataFrame) -> DataFrame:
@@ -70,16 +83,27 @@ def with_relevance(documents: DataFrame, jobs: DataFrame, truth: DataFrame) -> D
 
 
 def ground_truth(
-    scored: pd.DataFrame, rankers: list[str], k: int, resamples: int, seed: int
+    scored: pd.DataFrame,
+    rankers: list[str],
+    k: int,
+    resamples: int,
+    seed: int,
+    baseline: str | None = None,
 ) -> GroundTruth:
     """Labelled rows with one score column per ranker -> per ranker P@k, nDCG@k and diversity
     against the first ranker's top k (the reference, BM25), each with its interval, and the
     paired P@k difference with the reference per candidate; the same over the real-ad slice
-    when the rows say which jobs are real ads (`real_ad`)."""
+    when the rows say which jobs are real ads (`real_ad`); and with a `baseline` among the
+    rankers, every other ranker but the reference against it (:class:`BaselineComparison`)."""
     if scored.empty:
         return GroundTruth([], 0, Interval(float("nan"), float("nan"), float("nan")))
     rows, reference = _judged(scored, rankers, k, resamples, seed)
-    measured = GroundTruth(rows, reference.queries, ceiling(reference, k, resamples, seed))
+    measured = GroundTruth(
+        rows,
+        reference.queries,
+        ceiling(reference, k, resamples, seed),
+        versus_baseline=against_baseline(scored, rankers, baseline, k, resamples, seed),
+    )
     if "real_ad" not in scored.columns:
         return measured
     relevant_real = scored["real_ad"].astype(bool) & (scored["label"] > 0)
@@ -119,6 +143,26 @@ def _judged(
             )
         )
     return rows, reference
+
+
+def against_baseline(
+    scored: pd.DataFrame,
+    rankers: list[str],
+    baseline: str | None,
+    k: int,
+    resamples: int,
+    seed: int,
+) -> list[BaselineComparison]:
+    """Every ranker but the reference (the first) and the baseline, against the baseline."""
+    if baseline is None or baseline not in rankers:
+        return []
+    compared = [baseline, *(name for name in rankers[1:] if name != baseline)]
+    ranked = {name: ranked_by(scored, score_column_of(name)) for name in compared}
+    precision = against_reference(
+        {name: precision_at_k(r, k) for name, r in ranked.items()}, resamples, seed
+    )
+    ndcg = against_reference({name: ndcg_at_k(r, k) for name, r in ranked.items()}, resamples, seed)
+    return [BaselineComparison(name, *precision[name], *ndcg[name]) for name in compared[1:]]
 
 
 def ceiling(ranked: Ranked, k: int, resamples: int, seed: int) -> Interval:

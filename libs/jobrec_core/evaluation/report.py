@@ -9,9 +9,14 @@ from typing import Any
 import numpy as np
 
 from jobrec_core.evaluation.curve import PAPER_CURVE, CurvePoint
-from jobrec_core.evaluation.ground_truth import PAPER_PRECISION, GroundTruthRow
+from jobrec_core.evaluation.ground_truth import (
+    PAPER_PRECISION,
+    BaselineComparison,
+    GroundTruthRow,
+)
 from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
+from jobrec_core.ranking.scorers import PROFILE_BASELINE
 from jobrec_core.ranking.statistics import Interval, PairedDifference
 
 
@@ -24,6 +29,7 @@ class EvaluationReport:
     queries: dict[str, int] = field(default_factory=dict)  # experiment -> queries measured
     curve: list[CurvePoint] = field(default_factory=list)
     curve_model: str = ""  # the configuration the learning curve trained
+    versus_baseline: list[BaselineComparison] = field(default_factory=list)
     ground_truth: list[GroundTruthRow] = field(default_factory=list)
     ceiling: Interval | None = None  # the best P@k inside the ground truth's pools
     real_ad_slice: list[GroundTruthRow] = field(default_factory=list)  # real ads relevant
@@ -107,6 +113,21 @@ class EvaluationReport:
             ]
             for gt in compared:
                 lines.append(_paired_line(gt.ranker, gt.versus_reference, gt.p_holm))
+        if self.versus_baseline:
+            baseline = PROFILE_BASELINE
+            lines += [
+                f"  Against {baseline}, paired per candidate (P@{k} and nDCG@{k}; p: sign-flip "
+                "randomisation, Holm-corrected)",
+                f"  {'ranker':<10}{f'P@{k} diff':>12}{'95% CI':>18}{'p':>9}"
+                f"{f'nDCG@{k} diff':>14}{'95% CI':>18}{'p':>9}",
+            ]
+            for c in self.versus_baseline:
+                lines.append(
+                    f"  {c.ranker:<10}{c.precision.mean:>+12.3f}"
+                    f"{_interval(c.precision.low, c.precision.high, '+.3f'):>18}"
+                    f"{c.precision_p:>9.4f}{c.ndcg.mean:>+14.3f}"
+                    f"{_interval(c.ndcg.low, c.ndcg.high, '+.3f'):>18}{c.ndcg_p:>9.4f}"
+                )
         if self.real_ad_slice:
             lines += [
                 f"  Slice: the {self.queries.get('ground_truth_real_ads', 0):,} candidates whose "

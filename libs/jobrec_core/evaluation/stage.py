@@ -72,7 +72,7 @@ from jobrec_core.ranking.factory import (
     ranking_inputs,
 )
 from jobrec_core.ranking.pipeline import ScoreColumns
-from jobrec_core.ranking.scorers import DrmmScorer, Scorer
+from jobrec_core.ranking.scorers import PROFILE_BASELINE, DrmmScorer, Scorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 
 log = logging.getLogger(__name__)
@@ -288,13 +288,14 @@ def run_ground_truth(
     names = [scorer.name for scorer in rankers]
     settings = config.evaluation
 
-    def judged(rankers: list[str]) -> GroundTruth:
+    def judged(rankers: list[str], baseline: str | None = None) -> GroundTruth:
         return ground_truth(
-            labelled, rankers, settings.k, settings.bootstrap_resamples, config.run.seed
+            labelled, rankers, settings.k, settings.bootstrap_resamples, config.run.seed, baseline
         )
 
     curve_names = [scorer.name for scorer in curve]
-    return judged(names), judged([names[0], *curve_names]) if curve_names else None
+    measured = judged(names, PROFILE_BASELINE)
+    return measured, judged([names[0], *curve_names]) if curve_names else None
 
 
 # --- 4. held-out interest -----------------------------------------------------------------------
@@ -369,6 +370,7 @@ def run_evaluation(
         if on_curve is not None:
             report.curve = with_ground_truth(report.curve, on_curve.rows[1:])
         report.ground_truth, report.ceiling = measured.rows, measured.ceiling
+        report.versus_baseline = measured.versus_baseline
         report.real_ad_slice = measured.real_ad_rows
         report.queries["ground_truth"] = measured.candidates
         report.queries["ground_truth_real_ads"] = measured.real_ad_candidates

@@ -99,13 +99,18 @@ class Bm25Scorer(ColumnScorer):
     column: ClassVar[str] = "bm25"
 
 
-@untrained("profile-tfidf")
+# The strong untrained baseline a learned re-ranker must beat (issue 18): the evaluation
+# compares every other ranker with it too.
+PROFILE_BASELINE = "profile-tfidf"
+
+
+@untrained(PROFILE_BASELINE)
 @dataclass(frozen=True)
 class ProfileTfidfScorer(ColumnScorer):
     """The mean TF-IDF cosine of a job to the candidate's own jobs, all fields
-    (`features.profile`): the strong untrained baseline a learned re-ranker must beat."""
+    (`features.profile`)."""
 
-    name: str = "profile-tfidf"
+    name: str = PROFILE_BASELINE
     column: ClassVar[str] = "profile_tfidf"
 
 

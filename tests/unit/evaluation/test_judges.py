@@ -37,6 +37,33 @@ def test_ground_truth_measures_each_ranker_against_the_reference_and_the_ceiling
     assert measured.real_ad_rows == [] and measured.real_ad_candidates == 0
 
 
+def test_every_ranker_but_the_reference_is_also_compared_with_the_strong_baseline():
+    rows = [
+        {
+            "candidate_id": candidate,
+            "job_id": job,
+            "label": int(job < 5),
+            "score_bm25": float((job * 7 + candidate) % 20),
+            # right for odd candidates, the worst order for even ones
+            "score_profile": float(job < 5) if candidate % 2 else float(job),
+            "score_oracle": float(job < 5),
+        }
+        for candidate in range(200)
+        for job in range(20)
+    ]
+    measured = ground_truth(
+        pd.DataFrame(rows), ["BM25", "profile", "Oracle"], 10, 500, 5, "profile"
+    )
+    [oracle] = measured.versus_baseline  # neither the reference nor the baseline itself
+    assert oracle.ranker == "Oracle"
+    assert oracle.precision.mean == pytest.approx(0.25)  # +0.5 for half the candidates
+    assert oracle.precision.low > 0 and oracle.precision_p < 0.01
+    assert oracle.ndcg.mean == pytest.approx(0.5) and oracle.ndcg.low > 0
+    assert (
+        ground_truth(pd.DataFrame(rows), ["BM25", "Oracle"], 10, 500, 5, "x").versus_baseline == []
+    )
+
+
 def test_the_real_ad_slice_keeps_the_candidates_with_a_relevant_real_ad():
     rows = []
     for candidate in range(100):
