@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from gensim.models import KeyedVectors
 from pyspark.sql import functions as F
@@ -88,12 +89,13 @@ def test_held_out_sets_label_the_positive_in_the_pool_without_the_other_own_jobs
 def test_pool_pairs_oppose_the_held_out_job_to_jobs_of_the_same_pool(spark, built):
     config, _ = built
     entry = current(config, "pairs")
-    pairs = read_delta(spark, entry["pool_triples"]).toPandas()
+    pairs: pd.DataFrame = read_delta(spark, entry["pool_triples"]).toPandas()
     assert len(pairs) and set(pairs["split"]) == {"pool_train"}
     per_candidate = pairs.groupby("candidate_id").size()
     assert per_candidate.max() == config.pairs.pool_negatives
-    retrieval = read_delta(spark, entry["retrieval"]).toPandas().set_index("candidate_id")
-    queries = read_delta(spark, table_path(config, "silver", "queries")).toPandas()
+    retrieved: pd.DataFrame = read_delta(spark, entry["retrieval"]).toPandas()
+    retrieval = retrieved.set_index("candidate_id")
+    queries: pd.DataFrame = read_delta(spark, table_path(config, "silver", "queries")).toPandas()
     own = queries.set_index("candidate_id")
     for row in pairs.head(50).itertuples():
         # both documents come from the one query that built the pool, with its BM25 scores
@@ -107,12 +109,14 @@ def test_pool_pairs_oppose_the_held_out_job_to_jobs_of_the_same_pool(spark, buil
 def test_profile_features_are_bounded_and_stored_everywhere(spark, built):
     config, _ = built
     entry = current(config, "pairs")
-    pools = read_delta(spark, entry["held_out"]).toPandas()
+    pools: pd.DataFrame = read_delta(spark, entry["held_out"]).toPandas()
     for name in ("profile_tfidf", "profile_w2v"):
         assert pools[name].between(-1.0001, 1.0001).all()
     assert (pools["profile_tfidf"] > 0).mean() > 0.5
     assert (pools["co_interest"] >= 0).all()
-    triples = read_delta(spark, entry["triples"]).select("pos_profile_tfidf").toPandas()
+    triples: pd.DataFrame = (
+        read_delta(spark, entry["triples"]).select("pos_profile_tfidf").toPandas()
+    )
     assert triples["pos_profile_tfidf"].notna().all()
 
 
