@@ -97,12 +97,13 @@ def ground_truth(
     rankers, every other ranker but the reference against it (:class:`BaselineComparison`)."""
     if scored.empty:
         return GroundTruth([], 0, Interval(float("nan"), float("nan"), float("nan")))
-    rows, reference = _judged(scored, rankers, k, resamples, seed)
+    rows, ranked = _judged(scored, rankers, k, resamples, seed)
+    reference = ranked[rankers[0]]
     measured = GroundTruth(
         rows,
         reference.queries,
         ceiling(reference, k, resamples, seed),
-        versus_baseline=against_baseline(scored, rankers, baseline, k, resamples, seed),
+        versus_baseline=against_baseline(ranked, baseline, k, resamples, seed),
     )
     if "real_ad" not in scored.columns:
         return measured
@@ -110,14 +111,15 @@ def ground_truth(
     sliced = scored[scored["candidate_id"].isin(scored.loc[relevant_real, "candidate_id"])]
     if sliced.empty:
         return measured
-    slice_rows, slice_reference = _judged(sliced, rankers, k, resamples, seed)
-    return replace(measured, real_ad_rows=slice_rows, real_ad_candidates=slice_reference.queries)
+    slice_rows, slice_ranked = _judged(sliced, rankers, k, resamples, seed)
+    queries = slice_ranked[rankers[0]].queries
+    return replace(measured, real_ad_rows=slice_rows, real_ad_candidates=queries)
 
 
 def _judged(
     scored: pd.DataFrame, rankers: list[str], k: int, resamples: int, seed: int
-) -> tuple[list[GroundTruthRow], Ranked]:
-    """The rows of :func:`ground_truth` and the reference's ranking."""
+) -> tuple[list[GroundTruthRow], dict[str, Ranked]]:
+    """The rows of :func:`ground_truth` and every ranker's ranking, in `rankers`' order."""
     ranked = {name: ranked_by(scored, score_column_of(name)) for name in rankers}
     reference = ranked[rankers[0]]
     reference_top = top_k(reference, k)
@@ -142,26 +144,24 @@ def _judged(
                 p_holm,
             )
         )
-    return rows, reference
+    return rows, ranked
 
 
 def against_baseline(
-    scored: pd.DataFrame,
-    rankers: list[str],
-    baseline: str | None,
-    k: int,
-    resamples: int,
-    seed: int,
+    ranked: dict[str, Ranked], baseline: str | None, k: int, resamples: int, seed: int
 ) -> list[BaselineComparison]:
-    """Every ranker but the reference (the first) and the baseline, against the baseline."""
+    """Every ranker but the reference (the first of `ranked`) and the baseline, against the
+    baseline; `ranked` is :func:`_judged`'s, so no pool is ranked twice."""
+    rankers = list(ranked)
     if baseline is None or baseline not in rankers:
         return []
     compared = [baseline, *(name for name in rankers[1:] if name != baseline)]
-    ranked = {name: ranked_by(scored, score_column_of(name)) for name in compared}
     precision = against_reference(
-        {name: precision_at_k(r, k) for name, r in ranked.items()}, resamples, seed
+        {name: precision_at_k(ranked[name], k) for name in compared}, resamples, seed
     )
-    ndcg = against_reference({name: ndcg_at_k(r, k) for name, r in ranked.items()}, resamples, seed)
+    ndcg = against_reference(
+        {name: ndcg_at_k(ranked[name], k) for name in compared}, resamples, seed
+    )
     return [BaselineComparison(name, *precision[name], *ndcg[name]) for name in compared[1:]]
 
 
