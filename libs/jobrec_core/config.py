@@ -217,6 +217,7 @@ class PairsConfig(_Section):
     map_positives: int = Field(gt=0)
     map_negatives: int = Field(gt=0)
     pool_negatives: int = Field(gt=0)
+    pool_lists: int = Field(default=1, ge=1)
 
 
 ExtraFeature = Literal["unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest"]
@@ -231,6 +232,9 @@ class ModelVersionConfig(_Section):
     extras_keep: float = Field(default=1.0, gt=0, le=1)
     two_phase: bool = False
     phase2_keep: dict[ExtraFeature, float] = {}
+    # Mix the trained model with BM25 in its rankings, the weight chosen on dev
+    # (`ranking.interpolation`); off, the model ranks alone.
+    bm25_mix: bool = False
 
 
 class ModelConfig(_Section):

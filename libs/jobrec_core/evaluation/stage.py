@@ -72,7 +72,7 @@ from jobrec_core.ranking.factory import (
     ranking_inputs,
 )
 from jobrec_core.ranking.pipeline import ScoreColumns
-from jobrec_core.ranking.scorers import PROFILE_BASELINE, DrmmScorer, Scorer
+from jobrec_core.ranking.scorers import PROFILE_BASELINE, Scorer, drmm_scorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 
 log = logging.getLogger(__name__)
@@ -116,7 +116,7 @@ def drmm_scorers(spark: SparkSession, config: JobrecConfig, models: dict[str, st
     configure_mlflow(config)
     name = config.mlflow.model_name
     return [
-        DrmmScorer.of(spark, ranker, model_of(f"models:/{name}/{version}"))
+        drmm_scorer(spark, ranker, model_of(f"models:/{name}/{version}"))
         for ranker, version in models.items()
     ]
 
@@ -360,7 +360,7 @@ def run_evaluation(
         report.curve = [point for point, _ in trained]
         report.curve_model = f"DRMM {config.evaluation.curve_model}"
         curve = [
-            DrmmScorer.of(spark, f"curve {point.candidates}", load_model(model_file))
+            drmm_scorer(spark, f"curve {point.candidates}", load_model(model_file))
             for point, model_file in trained
         ]
     log.info("evaluation 3/4: ground truth")

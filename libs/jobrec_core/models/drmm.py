@@ -55,6 +55,11 @@ class DrmmSpec:
     examples: str = "paper"  # what it is trained on: the paper's triples, or pairs from pools
     architecture: str = "drmm"  # drmm | knrm | tks: what reads a query term's similarities
     top_k: int = 10  # tks: the similarities per query term
+    # The model's weight against BM25 when a ranking mixes the two, each z-normalised per
+    # query (`ranking.interpolation`): 1 is the network alone. Not the network's business:
+    # its `score` stays the network's own; whoever ranks a pool applies the mix. Chosen on
+    # dev after training (`model.versions.*.bm25_mix`).
+    bm25_alpha: float = 1.0
 
     @staticmethod
     def from_config(config: JobrecConfig, vector_size: int) -> DrmmSpec:

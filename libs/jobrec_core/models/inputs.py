@@ -36,6 +36,7 @@ class DocumentBatch:
     job_id: np.ndarray
     label: np.ndarray
     bm25_rank: np.ndarray
+    bm25: np.ndarray
 
     def __len__(self) -> int:
         return len(self.candidate_id)
@@ -58,7 +59,7 @@ def document_columns(spec: DrmmSpec) -> list[str]:
         "label",
         "bm25_rank",
         *query_columns(spec),
-        *_doc_columns(spec),
+        *dict.fromkeys(["bm25", *_doc_columns(spec)]),  # BM25 for the mix, once
     ]
 
 
@@ -152,4 +153,5 @@ def decode_documents(
         job_id=np.asarray(columns["job_id"], dtype=np.int64),
         label=np.asarray(columns["label"], dtype=np.int64),
         bm25_rank=np.asarray(columns["bm25_rank"], dtype=np.int64),
+        bm25=np.asarray(columns["bm25"], dtype=np.float64),
     )

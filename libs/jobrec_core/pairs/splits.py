@@ -179,15 +179,56 @@ def profile_owners(assigned: DataFrame) -> DataFrame:
 def pool_sample(pools: DataFrame, negatives: int, seed: int) -> DataFrame:
     """Pool rows (`held_out_documents`) -> each candidate's held-out job and up to
     `negatives` other jobs of its pool, drawn by a seeded hash of (candidate, job): only
-    these get features, not the whole pool."""
+    these get features, not the whole pool. A pool without its held-out job makes no pair,
+    so it is left out here, before any feature is computed for it."""
     draw = Window.partitionBy("candidate_id").orderBy(
         F.xxhash64(F.lit(seed), F.lit("pool negative"), "candidate_id", "job_id"), "job_id"
     )
     negative = F.row_number().over(draw)
     return (
         pools.withColumn("draw", F.when(F.col("label") == 0, negative).otherwise(F.lit(0)))
-        .where(F.col("draw") <= negatives)
-        .drop("draw")
+        .withColumn("found", F.max("label").over(Window.partitionBy("candidate_id")))
+        .where((F.col("draw") <= negatives) & (F.col("found") == 1))
+        .drop("draw", "found")
+    )
+
+
+def more_held_out_jobs(
+    candidates: DataFrame, assigned: DataFrame, lists: int, seed: int
+) -> DataFrame:
+    """The training candidates' further held-out jobs, one per extra training list (issue
+    18: several lists per candidate instead of one triple).
+
+    `candidates` (`candidate_id, sequence`: the cleaned interest rows) and the `train` rows of
+    `assigned` (whose `positive_job_id`, the highest-scored job, is the first list's) ->
+    `list_id, candidate_id, sequence, positive_job_id`: up to `lists - 1` more of each
+    candidate's jobs, the highest-scored first (the platform's own measure of interest; a
+    seeded hash breaks ties), each to be held out from a query of all the candidate's other
+    jobs. `list_id` (a seeded hash of candidate and job, 63 bits) stands in for the candidate id
+    while the list is searched and featured, so that every per-query step keeps one query per
+    key."""
+    train = assigned.where(F.col("split") == "train").select("candidate_id", "positive_job_id")
+    rows = candidates.select("candidate_id", "sequence")
+    jobs = (
+        rows.join(train, "candidate_id")
+        .select("candidate_id", "positive_job_id", F.explode("sequence").alias("e"))
+        .where(F.col("e.job_id") != F.col("positive_job_id"))
+        .groupBy("candidate_id", F.col("e.job_id").alias("job_id"))
+        .agg(F.max("e.score").alias("score"))
+    )
+    order = Window.partitionBy("candidate_id").orderBy(
+        F.col("score").desc(),
+        F.xxhash64(F.lit(seed), F.lit("held-out job"), "candidate_id", "job_id"),
+        "job_id",
+    )
+    chosen = jobs.withColumn("list", F.row_number().over(order)).where(F.col("list") < lists)
+    return chosen.join(rows, "candidate_id").select(
+        F.shiftrightunsigned(  # non-negative, as a candidate id (it seeds generators)
+            F.xxhash64(F.lit(seed), F.lit("training list"), "candidate_id", "job_id"), 1
+        ).alias("list_id"),
+        "candidate_id",
+        "sequence",
+        F.col("job_id").alias("positive_job_id"),
     )
 
 

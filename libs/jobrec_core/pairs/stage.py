@@ -25,7 +25,9 @@ The steps, each a DataFrame -> DataFrame function (paper §6, `docs/PAIRS.md`):
    computed once per candidate (`gold/pairs/profiles`) and joined into every table.
 8. :func:`pool_pairs`: the training pools as pairs, the held-out job against
    `pairs.pool_negatives` other jobs of its pool (`gold/pairs/pool_triples`): the
-   `examples: pool` configurations' training data.
+   `examples: pool` configurations' training data. With `pairs.pool_lists` above 1, each
+   training candidate gives more lists (:func:`more_held_out_jobs`): its next
+   highest-scored jobs, each held out from a query of its other jobs, searched once more.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from jobrec_core.pairs.splits import (
     assign_splits,
     held_out_documents,
     map_documents,
+    more_held_out_jobs,
     pool_pairs,
     pool_sample,
     profile_owners,
@@ -76,6 +79,7 @@ from jobrec_core.platform.spark import arrow_batch, schema_columns
 from jobrec_core.platform.tables import local_path, read_delta, table_path, write_delta
 from jobrec_core.search.bm25 import (
     BOTH_QUERIES,
+    FULL_QUERY,
     RetrievalCheckpoint,
     retrieve,
     serving_index,
@@ -200,6 +204,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     pool_docs = pool_sample(
         held_out_documents(assigned, POOL_SPLIT), config.pairs.pool_negatives, seed
     )
+    more_lists = _more_training_lists(spark, config, candidates, jobs, assigned, index)
     profiles_path = table_path(config, "gold", "pairs/profiles")
     with _step("candidate-profile features (gold/pairs/profiles)"):
         wanted = reduce(
@@ -256,9 +261,33 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             with _step(name):
                 write_delta(featured(rows), path, partition_by=["split"])
         with _step("training pairs from the pools (gold/pairs/pool_triples)"):
-            sampled = featured(pool_docs).cache()  # both sides of the pairs read it
-            pairs = pool_pairs(sampled).select(*schema_columns(TRIPLE_SCHEMA))
-            write_delta(pairs, pool_path, partition_by=["split"])
+            sampled = featured(pool_docs)
+            if more_lists is not None:
+                rows, _ = more_lists
+                sampled = sampled.unionByName(
+                    map_features(
+                        with_profile_features(
+                            rows.join(documents, "job_id"),
+                            documents,
+                            graph,
+                            vectors_file,
+                            words_and_idf,
+                        ),
+                        vectors_file,
+                        words_and_idf,
+                        bins,
+                    )
+                )
+            sampled = sampled.cache()  # both sides of the pairs read it
+            pairs = pool_pairs(sampled)
+            if more_lists is not None:  # the list ids back to the candidates' own
+                _, owners = more_lists
+                pairs = pairs.join(owners, "candidate_id", "left").withColumn(
+                    "candidate_id", F.coalesce("owner_id", "candidate_id")
+                )
+            write_delta(
+                pairs.select(*schema_columns(TRIPLE_SCHEMA)), pool_path, partition_by=["split"]
+            )
             sampled.unpersist()
     assigned.unpersist()
     selected.unpersist()
@@ -307,6 +336,69 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         },
     )
     return funnel
+
+
+def _more_training_lists(
+    spark: SparkSession,
+    config: JobrecConfig,
+    candidates: DataFrame,
+    jobs: DataFrame,
+    assigned: DataFrame,
+    index: str,
+) -> tuple[DataFrame, DataFrame] | None:
+    """The training lists after each candidate's first (`pairs.pool_lists` - 1 more, see
+    `pairs.splits.more_held_out_jobs`), searched like the first and written to
+    `silver/training_lists` and `silver/retrieval_lists`: (their sampled pool rows with the
+    profile owners, keyed by the list's id in `candidate_id`; `candidate_id` (the list id),
+    `owner_id`), or None with a single list per candidate."""
+    if config.pairs.pool_lists < 2:
+        return None
+    embeddings = manifest.current(config, "embeddings")
+    seed = config.run.seed
+    held_out = more_held_out_jobs(candidates, assigned, config.pairs.pool_lists, seed)
+    inputs = query_inputs(
+        held_out.select(F.col("list_id").alias("candidate_id"), "sequence", "positive_job_id"),
+        jobs,
+        list(config.queries.fields),
+    )
+    lists_path = table_path(config, "silver", "training_lists")
+    with _step("queries of the further training lists (silver/training_lists)"):
+        queries = build_queries(
+            inputs,
+            str(embeddings["version"]),
+            broadcast_idf(spark, embeddings),
+            config.queries,
+            seed,
+        ).join(
+            held_out.select(
+                F.col("list_id").alias("candidate_id"), F.col("candidate_id").alias("owner_id")
+            ),
+            "candidate_id",
+        )
+        write_delta(queries, lists_path)
+    queries = read_delta(spark, lists_path)
+    checkpoint = RetrievalCheckpoint(
+        config, table_path(config, "silver", "retrieval_lists"), QUARANTINE_SOURCE
+    )
+    with _step(f"retrieval of the further training lists from {index} (silver/retrieval_lists)"):
+        retrieved = checkpoint(
+            retrieve(
+                queries.where(F.size("query_terms") > 0),
+                resolve_connection(config),
+                index,
+                config.retrieval,
+                spark.sparkContext.defaultParallelism,
+                FULL_QUERY,
+            ),
+            queries,
+        )
+    searched = queries.join(retrieved.where(F.col("error").isNull()), "candidate_id").withColumn(
+        "split", F.lit("train")
+    )
+    rows = pool_sample(
+        held_out_documents(searched, POOL_SPLIT), config.pairs.pool_negatives, seed
+    ).join(profile_owners(searched), "candidate_id")
+    return rows, queries.select("candidate_id", "owner_id")
 
 
 @contextmanager

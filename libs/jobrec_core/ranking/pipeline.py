@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobrec_core.config import RetrievalConfig
@@ -43,7 +43,7 @@ from jobrec_core.features.profile import (
     with_profile_features,
 )
 from jobrec_core.platform.spark import map_groups_in_pandas
-from jobrec_core.ranking.scorers import Scorer, score_column
+from jobrec_core.ranking.scorers import Bm25Mix, Scorer, score_column
 from jobrec_core.search.bm25 import FULL_QUERY, retrieve, search_all
 from jobrec_core.search.connection import EsConnection, make_client
 
@@ -296,7 +296,9 @@ class DrmmFeatures(Step):
 class ScoreColumns(Step):
     """Adds `score_<name>` for each scorer, in one pass over the rows (several re-rankers
     side by side, as the evaluation compares them); with `keep`, only those columns and the
-    scores leave the step (the features are large, the scores small)."""
+    scores leave the step (the features are large, the scores small). A scorer mixed with
+    BM25 (`scorers.Bm25Mix`) is scored row by row like the others, then mixed per query: in
+    Spark by windows over the candidate, as no batch of rows is sure to hold whole queries."""
 
     scorers: Sequence[Scorer]
     keep: Sequence[str] | None = None
@@ -308,14 +310,47 @@ class ScoreColumns(Step):
         return scored
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
-        kept = frame.select(*self.keep) if self.keep is not None else frame
-        schema = ", ".join([_ddl(kept), *(f"{score_column(s)} DOUBLE" for s in self.scorers)])
+        mixed = [s for s in self.scorers if isinstance(s, Bm25Mix)]
+        keep = list(self.keep) if self.keep is not None else list(frame.columns)
+        carried = bool(mixed) and "bm25" not in keep
+        by_row = ScoreColumns(
+            [s.inner if isinstance(s, Bm25Mix) else s for s in self.scorers], keep
+        )
+        schema = ", ".join(
+            [
+                _ddl(frame.select(*keep)),
+                *([f"{_MIX_BM25} DOUBLE"] if carried else []),
+                *(f"{score_column(s)} DOUBLE" for s in self.scorers),
+            ]
+        )
 
         def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             for rows in frames:
-                yield self.transform(rows)
+                scored = by_row.transform(rows)
+                if carried:
+                    scored.insert(len(keep), _MIX_BM25, rows["bm25"].to_numpy(dtype=np.float64))
+                yield scored
 
-        return frame.mapInPandas(run, schema)
+        scored = frame.mapInPandas(run, schema)
+        bm25 = F.col(_MIX_BM25 if carried else "bm25")
+        for scorer in mixed:
+            column = score_column(scorer)
+            scored = scored.withColumn(
+                column,
+                scorer.alpha * _zscore(F.col(column)) + (1.0 - scorer.alpha) * _zscore(bm25),
+            )
+        return scored.drop(_MIX_BM25)
+
+
+_MIX_BM25 = "_mix_bm25"  # BM25 carried through a `keep` that leaves it out, for the mix
+
+
+def _zscore(column: Column) -> Column:
+    """`column` standardised within its candidate, as `ranking.interpolation.zscores`."""
+    query = Window.partitionBy("candidate_id")
+    centred = column - F.avg(column).over(query)
+    spread = F.stddev_pop(column).over(query)
+    return F.when(spread > 1e-12, centred / spread).otherwise(F.lit(0.0))
 
 
 @dataclass(frozen=True)

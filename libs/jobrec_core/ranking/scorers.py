@@ -10,7 +10,8 @@ retrieve-then-rerank pipelines, all with the same `score(frame) -> ndarray` inte
 * :class:`WmdScorer`: the paper's baseline, Word Mover's similarity of the query's words and the
   document's words (`jobrec_core.text.wmd`, equal to gensim's `wmdistance`);
 * :class:`DrmmScorer`: a trained DRMM, shipped to the executors as bytes in a broadcast (its
-  spec, weights and word vectors), so executors need no access to the model registry.
+  spec, weights and word vectors), so executors need no access to the model registry;
+  :func:`drmm_scorer` wraps it in :class:`Bm25Mix` when the model mixes with BM25.
 
 The ranking pipeline's `ScoreColumns` step runs any number of them in one `mapInPandas` pass
 and keeps only small columns; `Reranker` orders a pool by one of them. Each scorer's model is
@@ -35,6 +36,7 @@ from pyspark.sql import SparkSession
 from jobrec_core.features.histograms import Vocabulary
 from jobrec_core.models.drmm import Drmm
 from jobrec_core.models.model_io import load_model, save_model_bytes
+from jobrec_core.ranking.interpolation import interpolate
 from jobrec_core.text.vectors import keyed_vectors, worker_cached
 from jobrec_core.text.wmd import DocumentBatch, VectorTable, WmdDocument, similarity, wmd_pairs
 
@@ -195,11 +197,38 @@ class DrmmScorer:
             _MODELS[self.digest] = load_model(io.BytesIO(self.model_bytes.value))
         return _MODELS[self.digest]
 
-    @staticmethod
-    def of(spark: SparkSession, name: str, model: Drmm) -> DrmmScorer:
-        payload = save_model_bytes(model)
-        digest = hashlib.sha256(payload).hexdigest()
-        return DrmmScorer(name, spark.sparkContext.broadcast(payload), digest)
-
 
 _MODELS: dict[str, Drmm] = {}
+
+
+@dataclass(frozen=True)
+class Bm25Mix:
+    """A scorer's score mixed with BM25's, each z-normalised within its query, with the
+    weight `alpha` on the scorer (`ranking.interpolation`). It needs every row of a query at
+    once: `ScoreColumns` scores `inner` row by row and mixes per query afterwards."""
+
+    inner: Scorer
+    alpha: float
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def score(self, frame: pd.DataFrame) -> np.ndarray:
+        """`frame` holds whole queries (`candidate_id`) with their `bm25`."""
+        return interpolate(
+            frame["candidate_id"].to_numpy(),
+            self.inner.score(frame),
+            frame["bm25"].to_numpy(),
+            self.alpha,
+        )
+
+
+def drmm_scorer(spark: SparkSession, name: str, model: Drmm) -> Scorer:
+    """A trained DRMM as a re-ranker, broadcast to the executors; mixed with BM25 when its
+    spec says so (`DrmmSpec.bm25_alpha`), so evaluation and serving rank it alike."""
+    payload = save_model_bytes(model)
+    digest = hashlib.sha256(payload).hexdigest()
+    scorer = DrmmScorer(name, spark.sparkContext.broadcast(payload), digest)
+    alpha = model.spec.bm25_alpha
+    return Bm25Mix(scorer, alpha) if alpha < 1.0 else scorer

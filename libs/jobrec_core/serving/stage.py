@@ -34,7 +34,7 @@ from jobrec_core.platform.plots import chart
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
 from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
-from jobrec_core.ranking.scorers import DrmmScorer
+from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def run_recommend(
     checkpoint = RetrievalCheckpoint(
         config, table_path(config, "silver", "recommendation_retrieval"), QUARANTINE_SOURCE
     )
-    scorer = DrmmScorer.of(spark, f"DRMM {champion.version}", champion.model)
+    scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
     log.info("recommend: searching %s", inputs.index)
     ranked = rerank_pipeline(config, inputs, scorer, checkpoint).transform_spark(queries)
     titles = inputs.jobs.select("job_id", "title")

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from jobrec_core.models.drmm import Drmm
+from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
     mean_average_precision,
     pairwise_accuracy,
@@ -32,25 +33,41 @@ def score_triples(
     return _joined(positives), _joined(negatives)
 
 
+@dataclass(frozen=True)
+class PoolScores:
+    """Every stored pool row of some files, flat: what ranking metrics read."""
+
+    query: np.ndarray
+    document: np.ndarray
+    label: np.ndarray
+    score: np.ndarray  # the network's own score
+    bm25: np.ndarray
+
+    def ranking_score(self, alpha: float) -> np.ndarray:
+        """What orders a pool: the network's score, or its mix with BM25 (`alpha` < 1,
+        `ranking.interpolation`), as every ranking of the model does."""
+        return self.score if alpha >= 1.0 else interpolate(self.query, self.score, self.bm25, alpha)
+
+
 @torch.no_grad()
-def score_documents(
-    model: Drmm, settings: ReaderSettings, device: torch.device
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(candidate, job, label, score) of every stored pool row in `settings.files`."""
+def score_documents(model: Drmm, settings: ReaderSettings, device: torch.device) -> PoolScores:
+    """Every stored pool row in `settings.files`, with the model's score."""
     model.eval()
-    queries, documents, labels, scores = [], [], [], []
+    queries, documents, labels, scores, bm25 = [], [], [], [], []
     for batch in loader(DocumentStream(settings, model.spec, model.query_vectors)):
         scores.append(model.score(batch.inputs.to(device)).cpu().numpy())
         queries.append(batch.candidate_id)
         documents.append(batch.job_id)
         labels.append(batch.label)
-    return _joined(queries), _joined(documents), _joined(labels), _joined(scores)
+        bm25.append(batch.bm25)
+    return PoolScores(*(_joined(parts) for parts in (queries, documents, labels, scores, bm25)))
 
 
 def map_of(model: Drmm, settings: ReaderSettings, device: torch.device, k: int) -> float:
     """MAP@k of the model's re-ranking of the MAP sets in `settings.files`."""
-    query, document, label, score = score_documents(model, settings, device)
-    return mean_average_precision(query, score, label, document, k)
+    pools = score_documents(model, settings, device)
+    score = pools.ranking_score(model.spec.bm25_alpha)
+    return mean_average_precision(pools.query, score, pools.label, pools.document, k)
 
 
 def held_out_reciprocal_ranks(
@@ -58,11 +75,23 @@ def held_out_reciprocal_ranks(
 ) -> np.ndarray:
     """Per held-out candidate, in candidate-id order (so two models' arrays pair up): 1 / the
     rank the model gives the held-out job in its pool."""
-    query, document, label, score = score_documents(model, settings, device)
-    if len(query) == 0:
+    pools = score_documents(model, settings, device)
+    if len(pools.query) == 0:
         return np.zeros(0)
-    ranked = rank_within_queries(query, score, label, document)
-    return reciprocal_rank(ranked, len(query))
+    score = pools.ranking_score(model.spec.bm25_alpha)
+    ranked = rank_within_queries(pools.query, score, pools.label, pools.document)
+    return reciprocal_rank(ranked, len(pools.query))
+
+
+def tune_bm25_alpha(
+    model: Drmm, held_out_files: list[str], batch_size: int
+) -> tuple[float, dict[float, float]]:
+    """The mix with BM25 that ranks the held-out jobs of `held_out_files` (the dev
+    candidates') best, and the MRR of every weight tried (`ranking.interpolation`)."""
+    pools = score_documents(
+        model, ReaderSettings(tuple(held_out_files), batch_size), torch.device("cpu")
+    )
+    return best_alpha(pools.query, pools.score, pools.bm25, pools.label, pools.document)
 
 
 @dataclass(frozen=True)

@@ -32,13 +32,14 @@ from pyspark.sql import SparkSession
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.drmm import DrmmSpec
-from jobrec_core.models.model_io import load_model
+from jobrec_core.models.model_io import load_model, save_model
 from jobrec_core.models.registry import model_entry
 from jobrec_core.platform import manifest
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.tables import delta_version, local_path, read_delta, snapshot_files
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.promotion import GateFiles
+from jobrec_core.training.scoring import tune_bm25_alpha
 from jobrec_core.training.tuning import Trial, best_trial
 from jobrec_core.training.worker import result_file, torchrun_command, train_worker, write_plan
 
@@ -151,6 +152,7 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
     material = json.dumps(
         {
             "spec": spec.to_dict(),
+            "bm25_mix": config.model.selected.bm25_mix,
             "training": settings,
             "data": inputs.versions,
             "seed": config.run.seed,
@@ -273,6 +275,38 @@ def run_tuning(
 
 
 def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainResult:
+    """Run `train_worker` under the configured launcher, then, for a configuration with
+    `bm25_mix`, choose the model's weight against BM25 (:func:`tune_mix`); rank 0's result."""
+    result = _run_workers(spark, config, plan)
+    tune_mix(config, result, plan.held_out_dev_files)
+    return result
+
+
+def tune_mix(config: JobrecConfig, result: TrainResult, held_out_dev: list[str]) -> None:
+    """With `model.versions.<v>.bm25_mix`: the weight `bm25_alpha` of the trained model
+    against BM25 in its rankings (`ranking.interpolation`), the one of `ALPHA_GRID` with the
+    best held-out MRR on the dev candidates, written into the model file's spec (so every
+    ranking of the model mixes alike) and logged to the active MLflow run, if any."""
+    if not config.model.selected.bm25_mix:
+        return
+    import mlflow
+
+    model = load_model(result.model_file)
+    alpha, tried = tune_bm25_alpha(model, held_out_dev, config.training.eval_batch_size)
+    model.spec = replace(model.spec, bm25_alpha=alpha)
+    save_model(model, Path(result.model_file))
+    log.info(
+        "mix with BM25: alpha %.2f, dev held-out MRR %.4f (the model alone: %.4f)",
+        alpha,
+        tried.get(alpha, float("nan")),
+        tried.get(1.0, float("nan")),
+    )
+    if mlflow.active_run() is not None:
+        mlflow.log_metric("dev_bm25_alpha", alpha)
+        mlflow.log_dict({str(weight): mrr for weight, mrr in tried.items()}, "bm25_mix.json")
+
+
+def _run_workers(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainResult:
     """Run `train_worker` under the configured launcher; returns rank 0's result."""
     training = config.training
     if training.launcher == "single":

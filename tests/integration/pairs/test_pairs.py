@@ -88,21 +88,47 @@ def test_held_out_sets_label_the_positive_in_the_pool_without_the_other_own_jobs
 
 def test_pool_pairs_oppose_the_held_out_job_to_jobs_of_the_same_pool(spark, built):
     config, _ = built
+    assert config.pairs.pool_lists == 2
     entry = current(config, "pairs")
     pairs: pd.DataFrame = read_delta(spark, entry["pool_triples"]).toPandas()
     assert len(pairs) and set(pairs["split"]) == {"pool_train"}
-    per_candidate = pairs.groupby("candidate_id").size()
-    assert per_candidate.max() == config.pairs.pool_negatives
-    retrieved: pd.DataFrame = read_delta(spark, entry["retrieval"]).toPandas()
-    retrieval = retrieved.set_index("candidate_id")
-    queries: pd.DataFrame = read_delta(spark, table_path(config, "silver", "queries")).toPandas()
-    own = queries.set_index("candidate_id")
-    for row in pairs.head(50).itertuples():
+    per_list = pairs.groupby(["candidate_id", "pos_job_id"]).size()
+    assert per_list.max() == config.pairs.pool_negatives
+
+    def frame(path: str) -> pd.DataFrame:
+        return read_delta(spark, path).toPandas()
+
+    first = frame(table_path(config, "silver", "queries")).set_index("candidate_id")
+    first_hits = frame(entry["retrieval"]).set_index("candidate_id")
+    # the further lists: keyed by their list id while searched, by the candidate here
+    more = frame(table_path(config, "silver", "training_lists"))
+    more_hits = frame(table_path(config, "silver", "retrieval_lists")).set_index("candidate_id")
+    more_lists = more.set_index(["owner_id", "positive_job_id"])
+    candidates = frame(table_path(config, "silver", "candidates"))
+    scores = {
+        row.candidate_id: {e["job_id"]: e["score"] for e in row.sequence}
+        for row in candidates.itertuples()
+    }
+    in_first = (
+        pairs["pos_job_id"].to_numpy()
+        == first.loc[pairs["candidate_id"], "positive_job_id"].to_numpy()
+    )
+    assert in_first.any() and (~in_first).any()
+    assert pairs[~in_first].groupby("candidate_id")["pos_job_id"].nunique().max() == 1
+    for row in pairs.sample(n=min(len(pairs), 200), random_state=0).itertuples():
         # both documents come from the one query that built the pool, with its BM25 scores
-        hits = {h["job_id"]: h["score"] for h in retrieval.loc[row.candidate_id, "full_hits"]}
-        assert row.pos_job_id == own.loc[row.candidate_id, "positive_job_id"]
-        assert row.pos_bm25 == hits[row.pos_job_id] and row.neg_bm25 == hits[row.neg_job_id]
-        assert row.neg_job_id not in set(own.loc[row.candidate_id, "own_job_ids"])
+        if row.pos_job_id == first.loc[row.candidate_id, "positive_job_id"]:
+            query, hits = first.loc[row.candidate_id], first_hits.loc[row.candidate_id]
+        else:
+            query = more_lists.loc[(row.candidate_id, row.pos_job_id)]
+            hits = more_hits.loc[query["candidate_id"]]
+            own = scores[row.candidate_id]
+            positive = first.loc[row.candidate_id, "positive_job_id"]
+            assert own[row.pos_job_id] <= own[positive]  # the highest-scored jobs first
+        found = {h["job_id"]: h["score"] for h in hits["full_hits"]}
+        assert row.pos_bm25 == found[row.pos_job_id] and row.neg_bm25 == found[row.neg_job_id]
+        assert row.neg_job_id not in set(query["own_job_ids"])
+        assert row.pos_job_id in set(query["own_job_ids"])  # held out of its query, not dropped
     assert pairs["neg_co_interest"].notna().all()
 
 

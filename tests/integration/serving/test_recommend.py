@@ -21,7 +21,7 @@ from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
-from jobrec_core.ranking.scorers import DrmmScorer
+from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.results import publish
 from jobrec_core.serving.stage import run_recommend, show_candidate
 from jobrec_core.training.stage import run_training, train_on_files
@@ -93,7 +93,7 @@ def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion):
     config, _ = champion
     inputs = ranking_inputs(spark, config)
     queries = queries_of(config, inputs, held_out_candidates(spark, config, 3))
-    scorer = DrmmScorer.of(spark, "champion", load_champion(config).model)
+    scorer = drmm_scorer(spark, "champion", load_champion(config).model)
     pipeline = rerank_pipeline(config, inputs, scorer)
     columns = ["candidate_id", "rank", "job_id", "bm25_rank"]
     batch = pd.DataFrame(pipeline.transform_spark(queries).select(*columns).toPandas())

@@ -1,0 +1,51 @@
+"""The z-normalised mix of a re-ranker with BM25: per-query standardisation, the weight's two
+ends, and the weight chosen on held-out pools."""
+
+import numpy as np
+import pytest
+
+from jobrec_core.ranking.interpolation import ALPHA_GRID, best_alpha, interpolate, zscores
+
+QUERY = np.array([1, 1, 1, 2, 2, 2, 2])
+SCORE = np.array([0.1, 0.3, 0.2, 5.0, 1.0, 3.0, 2.0])
+BM25 = np.array([10.0, 30.0, 50.0, 100.0, 300.0, 200.0, 400.0])
+
+
+def test_zscores_standardise_each_query_on_its_own():
+    z = zscores(QUERY, BM25)
+    for query in (1, 2):
+        part = z[query == QUERY]
+        assert part.mean() == pytest.approx(0.0, abs=1e-12)
+        assert part.std() == pytest.approx(1.0)
+    # a query whose values are all equal says nothing: zeros, not NaN
+    assert zscores(np.array([3, 3]), np.array([2.0, 2.0])).tolist() == [0.0, 0.0]
+    assert len(zscores(np.zeros(0, dtype=int), np.zeros(0))) == 0
+
+
+def test_the_ends_of_the_weight_are_the_model_alone_and_bm25_alone():
+    for alpha, ordered_by in ((1.0, SCORE), (0.0, BM25)):
+        mixed = interpolate(QUERY, SCORE, BM25, alpha)
+        for query in (1, 2):
+            rows = query == QUERY
+            assert np.argsort(mixed[rows]).tolist() == np.argsort(ordered_by[rows]).tolist()
+    with pytest.raises(ValueError, match="alpha"):
+        interpolate(QUERY, SCORE, BM25, 1.5)
+
+
+def test_best_alpha_follows_whichever_side_finds_the_held_out_jobs():
+    rng = np.random.default_rng(3)
+    query = np.repeat(np.arange(40), 20)
+    document = np.tile(np.arange(20), 40)
+    label = (document == rng.integers(0, 20, size=40).repeat(20)).astype(int)
+    noise = rng.normal(size=len(query))
+    informed = label * 3.0 + rng.normal(size=len(query)) * 0.1
+    # BM25 knows, the model is noise: BM25 decides (the model's weight as high as leaves
+    # every held-out job first, no higher)
+    alpha, tried = best_alpha(query, noise, informed, label, document)
+    assert set(tried) == set(ALPHA_GRID) and tried[0.0] == pytest.approx(1.0)
+    assert tried[alpha] == pytest.approx(1.0) and tried[1.0] < 0.5
+    assert all(value < 1.0 for weight, value in tried.items() if weight > alpha)
+    # the model knows: the highest weight among the best (a tie goes to the model)
+    alpha, tried = best_alpha(query, informed, noise, label, document)
+    assert alpha == 1.0 and tried[1.0] == pytest.approx(1.0)
+    assert best_alpha(query[:0], noise[:0], noise[:0], label[:0], document[:0]) == (1.0, {})
