@@ -108,7 +108,7 @@ def rerank(
     rows["bm25"] = np.linspace(20, 5, len(rows), dtype=np.float32)
     if any(name in PROFILE_FEATURES for name in model.spec.extras):
         texts = [np.asarray(d, dtype=object) for d in docs]
-        rows["profile_tfidf"], rows["profile_w2v"] = text_similarities(
+        rows["profile_tfidf"], rows["profile_w2v"], own_weights = text_similarities(
             vocabulary, profile.own_texts, texts
         )
         rows["co_interest"] = co_interest_scores(
@@ -120,6 +120,7 @@ def rerank(
             profile.own_jobs,
             np.arange(len(texts)),
             profile.own_jobs,
+            own_weights,
         )
     scores = score_frame(model, rows)
     return np.argsort(-scores)[:K]

@@ -8,7 +8,9 @@ candidate's own jobs say more, in two independent ways:
   fields, descriptions included) as a unit TF-IDF vector, sublinear term frequency, the IDF of
   the embeddings' table. `profile_tfidf` is a pool job's mean cosine to the own jobs (its
   vector's dot product with their mean). `profile_w2v` is the cosine of the two TF-IDF-weighted
-  word2vec centroids (seed 004's document vector).
+  word2vec centroids (seed 004's document vector). The mean is weighted by each own job's
+  agreement with the others (:func:`coherence_weights`), so that a stray interest, unlike
+  the candidate's other jobs, does not pull its own kind of jobs up.
 * **Behaviour** (`co_interest`): the platform's interest data as a job-job graph
   (:func:`co_interest_table`: two jobs are linked by every candidate interested in both). A
   pool job scores the two-step walks from the candidate's own jobs to it, divided by how many
@@ -17,6 +19,7 @@ candidate's own jobs say more, in two independent ways:
   own job directly, many share one with a job that does. The candidate's own interest row is
   left out of the graph (`sequence_job_ids`), so a held-out job is never found through the
   very interest that was held out, in training, selection, evaluation and serving alike.
+  The walks of each own job count with the same weights as in the text profile.
 
 :func:`profile_features` computes the three for one candidate's pool in numpy, with no loop per
 word, job or neighbour; :func:`with_profile_features` runs it per candidate in Spark.
@@ -91,15 +94,20 @@ def co_interest_scores(
     own_jobs: np.ndarray,
     pool_jobs: np.ndarray,
     sequence: np.ndarray,
+    own_weights: np.ndarray | None = None,
 ) -> np.ndarray:
     """Per pool job, the two-step walks from the own jobs to it over the graph without the
-    candidate's own interest row (`sequence`: every job of that row), per own job, divided
-    by the candidate count of the pool job (also without this candidate).
+    candidate's own interest row (`sequence`: every job of that row), per own job (a
+    weighted mean with `own_weights`), divided by the candidate count of the pool job (also
+    without this candidate).
 
     The row contributed 1 to every pair of its jobs and 1 to each job's candidate count;
     both are taken off before walking."""
     if len(pool_jobs) == 0 or len(own_jobs) == 0:
         return np.zeros(len(pool_jobs), dtype=np.float32)
+    weights = np.ones(len(own_jobs)) if own_weights is None else np.asarray(own_weights, float)
+    if len(weights) != len(own_jobs):
+        raise ValueError(f"{len(weights)} weights for {len(own_jobs)} own jobs")
     everything = np.concatenate([*own_neighbours, *pool_neighbours, sequence, own_jobs, pool_jobs])
     local, where = np.unique(everything.astype(np.int64), return_inverse=True)
     offsets = np.cumsum([0, *map(len, own_neighbours), *map(len, pool_neighbours)])
@@ -109,16 +117,17 @@ def co_interest_scores(
     own_local = np.searchsorted(local, own_jobs)
     pool_local = np.searchsorted(local, pool_jobs)
     # reach[m]: walks of one step from the own jobs to m, minus this candidate's own pairs
+    per_link = np.repeat(weights, [len(n) for n in own_neighbours])
     reach = np.bincount(
         where[:own_end],
-        weights=np.concatenate(own_counts).astype(np.float64) if own_end else None,
+        weights=np.concatenate(own_counts).astype(np.float64) * per_link if own_end else None,
         minlength=len(local),
     )
     # every own job that is in the row shares it with every other job of the row once
     own_in_sequence = in_sequence[own_local]
-    is_own = np.zeros(len(local), dtype=bool)
-    is_own[own_local[own_in_sequence]] = True
-    reach[in_sequence] -= own_in_sequence.sum() - is_own[in_sequence]
+    own_weight = np.zeros(len(local))
+    own_weight[own_local[own_in_sequence]] = weights[own_in_sequence]
+    reach[in_sequence] -= weights[own_in_sequence].sum() - own_weight[in_sequence]
     # links[p, m]: candidates shared by pool job p and m, minus this candidate
     rows = np.repeat(np.arange(len(pool_jobs)), [len(n) for n in pool_neighbours])
     links = sparse.csr_matrix(
@@ -134,20 +143,43 @@ def co_interest_scores(
     np.clip(links, 0.0, None, out=links)
     interested = np.maximum(pool_interested - pool_in_sequence, 1)
     walks = links @ np.clip(reach, 0.0, None)
-    return (walks / interested / len(own_jobs)).astype(np.float32)
+    return (walks / interested / weights.sum()).astype(np.float32)
 
 
 # --- the text profile -------------------------------------------------------------------------
 
 
+# An own job that shares nothing with the others still counts a little (0.02 squared): with
+# two own jobs that disagree, neither is known to be the stray one.
+COHERENCE_FLOOR = 0.02
+
+
+def coherence_weights(own_units: sparse.csr_matrix) -> np.ndarray:
+    """Each own job's weight in the profile: its mean TF-IDF cosine with the candidate's
+    other own jobs, squared (at least `COHERENCE_FLOOR` squared); 1 for a single own job.
+
+    Why: a share of any candidate's interest is noise, jobs unrelated to what they want.
+    Such a job resembles none of their other jobs, so it is weighed down, and so are the
+    pool jobs only it would make look relevant. The square sharpens the contrast. Chosen on
+    the dev candidates' held-out MRR of the untrained profile features (demo and a noisier
+    dataset; docs/PAIRS.md), never on the ground truth."""
+    count = own_units.shape[0]
+    if count < 2:
+        return np.ones(count)
+    cosines = np.asarray((own_units @ own_units.T).todense())
+    np.fill_diagonal(cosines, 0.0)
+    return np.clip(cosines.sum(axis=1) / (count - 1), COHERENCE_FLOOR, None) ** 2
+
+
 def text_similarities(
     vocabulary: Vocabulary, own_texts: list[np.ndarray], pool_texts: list[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """(`profile_tfidf`, `profile_w2v`) of each pool text against the own texts: all texts'
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(`profile_tfidf`, `profile_w2v`) of each pool text against the own texts' profile
+    (their mean, weighted by :func:`coherence_weights`), and those weights: all texts'
     TF-IDF vectors in one sparse matrix over the words they use, one product for each."""
     if not pool_texts or not own_texts:
         empty = np.zeros(len(pool_texts), dtype=np.float32)
-        return empty, empty.copy()
+        return empty, empty.copy(), np.ones(len(own_texts))
     texts = [*own_texts, *pool_texts]
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     ids = vocabulary.ids(np.concatenate([np.asarray(t, dtype=object) for t in texts]))
@@ -161,7 +193,8 @@ def text_similarities(
     weights = sparse.csr_matrix(counts.multiply(vocabulary.idf_of(distinct)[None, :]))
     unit = sparse.diags(1.0 / _norms(weights)) @ weights
     own = len(own_texts)
-    profile = np.asarray(unit[:own].mean(axis=0)).ravel()
+    own_weights = coherence_weights(unit[:own])
+    profile = np.asarray(own_weights @ unit[:own]).ravel() / own_weights.sum()
     pool = unit[own:]
     tfidf = pool @ profile
     vectors = vocabulary.unit_vectors(distinct).astype(np.float64)
@@ -172,7 +205,7 @@ def text_similarities(
         @ centroid
         / np.maximum(np.linalg.norm(centroids, axis=1) * np.linalg.norm(centroid), 1e-12)
     )
-    return tfidf.astype(np.float32), w2v.astype(np.float32)
+    return tfidf.astype(np.float32), w2v.astype(np.float32), own_weights
 
 
 def _norms(matrix: sparse.csr_matrix) -> np.ndarray:
@@ -198,7 +231,7 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
     of each pool row, in the pool rows' order."""
     own = group[group[PROFILE_ROLE] == "own"]
     pool = group[group[PROFILE_ROLE] == "pool"]
-    tfidf, w2v = text_similarities(
+    tfidf, w2v, own_weights = text_similarities(
         vocabulary, _arrays(own["doc_tokens"], object), _arrays(pool["doc_tokens"], object)
     )
     sequence = pool["sequence_job_ids"].iat[0] if len(pool) else None
@@ -211,6 +244,7 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
         own["job_id"].to_numpy(dtype=np.int64),
         pool["job_id"].to_numpy(dtype=np.int64),
         np.asarray(sequence if sequence is not None else [], dtype=np.int64),
+        own_weights,
     )
     return {"profile_tfidf": tfidf, "profile_w2v": w2v, "co_interest": co_interest}
 

@@ -6,10 +6,20 @@ from __future__ import annotations
 import numpy as np
 
 from jobrec_core.features.histograms import Vocabulary
-from jobrec_core.features.profile import co_interest_scores, text_similarities
+from jobrec_core.features.profile import (
+    COHERENCE_FLOOR,
+    co_interest_scores,
+    text_similarities,
+)
 
 
-def graph_scores(rows: dict[str, list[int]], own: list[int], pool: list[int], sequence: list[int]):
+def graph_scores(
+    rows: dict[str, list[int]],
+    own: list[int],
+    pool: list[int],
+    sequence: list[int],
+    weights: list[float] | None = None,
+):
     """`co_interest_scores` on the graph of candidates `rows` (name -> jobs)."""
     links: dict[int, dict[int, int]] = {}
     interested: dict[int, int] = {}
@@ -36,6 +46,7 @@ def graph_scores(rows: dict[str, list[int]], own: list[int], pool: list[int], se
         np.array(own),
         np.array(pool),
         np.array(sequence),
+        None if weights is None else np.array(weights),
     )
 
 
@@ -68,9 +79,33 @@ def test_text_similarities_rank_the_job_that_shares_the_candidates_words_first()
     vocabulary = Vocabulary(words, vectors, np.ones(5, dtype=np.float32))
     own = [np.array(["nurse", "patient"]), np.array(["nurse", "care"])]
     pool = [np.array(["patient", "care", "nurse"]), np.array(["truck", "driver"]), np.array([])]
-    tfidf, w2v = text_similarities(vocabulary, own, pool)
+    tfidf, w2v, weights = text_similarities(vocabulary, own, pool)
     assert tfidf[0] > 0.5 and tfidf[1] == 0.0 and tfidf[2] == 0.0
+    assert weights[0] == weights[1] > 0  # two own jobs as like each other as can be
     # one own job's words exactly: the mean cosine of unit vectors
-    same, _ = text_similarities(vocabulary, own[:1], [own[0]])
-    assert np.isclose(same[0], 1.0)
+    same, _, single = text_similarities(vocabulary, own[:1], [own[0]])
+    assert np.isclose(same[0], 1.0) and single.tolist() == [1.0]
     assert w2v[0] > w2v[1]
+
+
+def test_an_own_job_unlike_the_others_weighs_less_in_the_profile():
+    words = np.array(["nurse", "patient", "care", "truck", "driver"])
+    vocabulary = Vocabulary(words, np.eye(5, dtype=np.float32), np.ones(5, dtype=np.float32))
+    own = [np.array(["nurse", "patient"]), np.array(["nurse", "care"]), np.array(["truck"])]
+    pool = [np.array(["nurse"]), np.array(["truck"])]
+    tfidf, _, weights = text_similarities(vocabulary, own, pool)
+    # the stray job shares no word with the others: the floor, squared
+    assert weights[2] == COHERENCE_FLOOR**2 and weights[0] > 100 * weights[2]
+    assert tfidf[0] > 10 * tfidf[1]  # a plain mean would give "truck" a third of the profile
+
+
+def test_co_interest_weighs_each_own_jobs_walks():
+    rows = {"me": [1, 2, 3], "a": [1, 7], "b": [2, 8], "c": [7, 5], "d": [8, 5]}
+    # 1 -a- 7 -c- 5 and 2 -b- 8 -d- 5: one walk from each own job, over 5's two candidates
+    assert graph_scores(rows, [1, 2], [5], [1, 2, 3]).tolist() == [0.5]
+    weighted = graph_scores(rows, [1, 2], [5], [1, 2, 3], weights=[3.0, 1.0])
+    assert weighted.tolist() == [0.5]  # one walk from each: the weighted mean is the same
+    del rows["d"]  # now 5 is reached from 1 alone
+    assert graph_scores(rows, [1, 2], [5], [1, 2, 3]).tolist() == [0.5]
+    weighted = graph_scores(rows, [1, 2], [5], [1, 2, 3], weights=[3.0, 1.0])
+    assert weighted.tolist() == [0.75]
