@@ -235,6 +235,8 @@ class ModelVersionConfig(_Section):
     # Mix the trained model with BM25 in its rankings, the weight chosen on dev
     # (`ranking.interpolation`); off, the model ranks alone.
     bm25_mix: bool = False
+    # The term gate also reads each query term's share of the candidate's jobs.
+    gate_share: bool = False
 
 
 class ModelConfig(_Section):

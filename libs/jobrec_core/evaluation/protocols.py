@@ -61,12 +61,10 @@ def triple_documents(triples: DataFrame) -> DataFrame:
             *[F.col(f"{prefix}_{c}").alias(c) for c in (*DOCUMENT_FEATURES, *PROFILE_FEATURES)],
         )
 
+    query = ("candidate_id", "query_terms", "query_idf", "query_job_share")
     return triples.select(
-        "candidate_id",
-        "query_terms",
-        "query_idf",
-        F.explode(F.array(side("pos", 1), side("neg", 0))).alias("d"),
-    ).select("candidate_id", "query_terms", "query_idf", "d.*")
+        *query, F.explode(F.array(side("pos", 1), side("neg", 0))).alias("d")
+    ).select(*query, "d.*")
 
 
 def triple_accuracy(scored: pd.DataFrame, column: str) -> float:

@@ -41,6 +41,7 @@ PROFILE_COLUMNS = ", ".join(f"{name} FLOAT" for name in PROFILE_FEATURES)
 
 TRIPLE_SCHEMA = (
     "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
+    "query_job_share ARRAY<FLOAT>, "
     + ", ".join(
         f"{side}_job_id INT, {side}_bm25 FLOAT, {side}_doc_len INT, "
         f"{side}_hist ARRAY<SMALLINT>, {side}_unigrams INT, {side}_bigrams INT, "
@@ -51,6 +52,7 @@ TRIPLE_SCHEMA = (
 
 MAP_SCHEMA = (
     "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
+    "query_job_share ARRAY<FLOAT>, "
     "job_id INT, label INT, bm25 FLOAT, bm25_rank INT, doc_len INT, hist ARRAY<SMALLINT>, "
     f"unigrams INT, bigrams INT, {PROFILE_COLUMNS}"
 )

@@ -101,9 +101,15 @@ def build_query(
     idf: Mapping[str, float],
     max_terms: int,
     drop_first_fields: Sequence[str],
-) -> list[str]:
-    """A candidate's query words from their jobs other than the positive one."""
-    return cap_terms(collect_terms(jobs, fields), idf, max_terms, drop_first_fields)
+) -> tuple[list[str], list[float]]:
+    """A candidate's query words from their jobs other than the positive one, and for each
+    word the share of those jobs it appears in (1: every one of them), which the DRMM's
+    term gating can read (`DrmmSpec.gate_share`): a word the candidate's jobs keep repeating
+    says more about what they want than one that came with a single ad."""
+    terms = collect_terms(jobs, fields)
+    kept = cap_terms(terms, idf, max_terms, drop_first_fields)
+    in_jobs = {t.term: t.jobs for t in terms}
+    return kept, [in_jobs[t] / len(jobs) for t in kept]
 
 
 def candidate_rng(seed: int, candidate_id: int, purpose: str) -> np.random.Generator:
@@ -122,7 +128,7 @@ def negative_query(terms: Sequence[str], fraction: float, rng: np.random.Generat
 
 QUERY_SCHEMA = (
     "candidate_id LONG, positive_job_id INT, own_job_ids ARRAY<INT>, "
-    "query_terms ARRAY<STRING>, negative_terms ARRAY<STRING>"
+    "query_terms ARRAY<STRING>, query_job_share ARRAY<FLOAT>, negative_terms ARRAY<STRING>"
 )
 
 
@@ -165,9 +171,9 @@ def build_queries(
     def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         weights = idf_lookup(version, idf)
         for frame in frames:
-            queries, negatives = [], []
+            queries, shares, negatives = [], [], []
             for candidate, jobs in zip(frame["candidate_id"], frame["jobs"], strict=True):
-                terms = build_query(
+                terms, share = build_query(
                     [{f: job[f] for f in fields} for job in jobs],
                     fields,
                     weights,
@@ -176,6 +182,7 @@ def build_queries(
                 )
                 rng = candidate_rng(seed, int(candidate), "negative query")
                 queries.append(terms)
+                shares.append(share)
                 negatives.append(negative_query(terms, settings.negative_fraction, rng))
             yield pd.DataFrame(
                 {
@@ -183,6 +190,7 @@ def build_queries(
                     "positive_job_id": frame["positive_job_id"],
                     "own_job_ids": frame["own_job_ids"],
                     "query_terms": queries,
+                    "query_job_share": shares,
                     "negative_terms": negatives,
                 }
             )
@@ -200,9 +208,9 @@ def candidate_queries(
     hold_out: bool = False,
 ) -> DataFrame:
     """`candidate_id, sequence` -> `candidate_id, own_job_ids, sequence_job_ids,
-    query_terms`: the query of all of each candidate's jobs, as recommendations ask it
-    (`sequence_job_ids`: every job of the candidate's interest row, which the profile
-    features leave out of the interest graph, `features.profile`).
+    query_terms, query_job_share`: the query of all of each candidate's jobs, as
+    recommendations ask it (`sequence_job_ids`: every job of the candidate's interest row,
+    which the profile features leave out of the interest graph, `features.profile`).
 
     With `hold_out`, each candidate's `positive_job_id` (the cleaning's highest-scored job) is
     held out: the query comes from the other jobs, the held-out job stays eligible in the pool
@@ -220,11 +228,13 @@ def candidate_queries(
             "own_job_ids",
             F.col("own_job_ids").alias("sequence_job_ids"),
             "query_terms",
+            "query_job_share",
         )
     return queries.select(
         "candidate_id",
         F.filter("own_job_ids", lambda job: job != F.col("positive_job_id")).alias("own_job_ids"),
         F.col("own_job_ids").alias("sequence_job_ids"),
         "query_terms",
+        "query_job_share",
         F.col("positive_job_id").alias("held_out_job_id"),
     )

@@ -55,6 +55,9 @@ class DrmmSpec:
     examples: str = "paper"  # what it is trained on: the paper's triples, or pairs from pools
     architecture: str = "drmm"  # drmm | knrm | tks: what reads a query term's similarities
     top_k: int = 10  # tks: the similarities per query term
+    # The term gate also reads each query term's share of the candidate's jobs
+    # (`features.queries.build_query`): one more input channel, `gate_dim` counts it.
+    gate_share: bool = False
     # The model's weight against BM25 when a ranking mixes the two, each z-normalised per
     # query (`ranking.interpolation`): 1 is the network alone. Not the network's business:
     # its `score` stays the network's own; whoever ranks a pool applies the mix. Chosen on
@@ -70,13 +73,14 @@ class DrmmSpec:
             mlp_layers=config.model.mlp_layers,
             mlp_width=config.model.mlp_width,
             gating=config.model.gating,
-            gate_dim=1 if config.model.gating == "idf" else vector_size,
+            gate_dim=(1 if config.model.gating == "idf" else vector_size) + version.gate_share,
             extras=tuple(version.extras),
             extras_keep=version.extras_keep,
             two_phase=version.two_phase,
             phase2_keep={str(k): v for k, v in version.phase2_keep.items()},
             examples=version.examples,
             architecture=version.architecture,
+            gate_share=version.gate_share,
         )
 
     def to_dict(self) -> dict[str, Any]:

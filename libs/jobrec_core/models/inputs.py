@@ -43,8 +43,10 @@ class DocumentBatch:
 
 
 def query_columns(spec: DrmmSpec) -> list[str]:
-    """The IDFs always (their count is the query's length); the words for embedding gating."""
-    return ["query_idf", QUERY_TERMS] if spec.gating == "embedding" else ["query_idf"]
+    """The IDFs always (their count is the query's length); the words for embedding gating;
+    each word's share of the candidate's jobs when the gate reads it."""
+    words = [QUERY_TERMS] if spec.gating == "embedding" else []
+    return ["query_idf", *words, *([JOB_SHARE] if spec.gate_share else [])]
 
 
 def triple_columns(spec: DrmmSpec) -> list[str]:
@@ -67,8 +69,11 @@ def _doc_columns(spec: DrmmSpec) -> list[str]:
     return ["hist", "doc_len", *spec.extras]
 
 
+JOB_SHARE = "query_job_share"
+
 RAGGED_TYPES: dict[str, type] = {
     "query_idf": np.float32,
+    JOB_SHARE: np.float32,
     "hist": np.int16,
     "pos_hist": np.int16,
     "neg_hist": np.int16,
@@ -123,20 +128,27 @@ def document_inputs(
     )
 
 
-def query_gate(columns: Columns, vectors: QueryVectors | None) -> tuple[np.ndarray, np.ndarray]:
-    """(B, T, 1) IDFs, or (B, T, dim) word vectors with `vectors`, and the (B, T) mask."""
+def query_gate(
+    columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(B, T, 1) IDFs, or (B, T, dim) word vectors with `vectors`, then each term's share of
+    the candidate's jobs as one more channel with `spec.gate_share`; and the (B, T) mask."""
     idf, mask = pad_queries(columns["query_idf"], np.float32, 1)
-    if vectors is None:
-        return idf, mask
-    blobs = columns[QUERY_TERMS]
-    words = TERM_SEPARATOR.join(blobs[mask.any(axis=1)]).split(TERM_SEPARATOR) if mask.any() else []
-    gate = np.zeros((*mask.shape, vectors.dim), dtype=np.float32)
-    gate[mask] = vectors.lookup(words)
+    gate = idf
+    if vectors is not None:
+        blobs = columns[QUERY_TERMS]
+        found = blobs[mask.any(axis=1)]
+        words = TERM_SEPARATOR.join(found).split(TERM_SEPARATOR) if mask.any() else []
+        gate = np.zeros((*mask.shape, vectors.dim), dtype=np.float32)
+        gate[mask] = vectors.lookup(words)
+    if spec.gate_share:
+        share, _ = pad_queries(columns[JOB_SHARE], np.float32, 1)
+        gate = np.concatenate([gate, share], axis=2)
     return gate, mask
 
 
 def decode_triples(columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None) -> TripleBatch:
-    gate, mask = query_gate(columns, vectors)
+    gate, mask = query_gate(columns, spec, vectors)
     return TripleBatch(
         document_inputs(columns, "pos_", spec, gate, mask),
         document_inputs(columns, "neg_", spec, gate, mask),
@@ -146,7 +158,7 @@ def decode_triples(columns: Columns, spec: DrmmSpec, vectors: QueryVectors | Non
 def decode_documents(
     columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None
 ) -> DocumentBatch:
-    gate, mask = query_gate(columns, vectors)
+    gate, mask = query_gate(columns, spec, vectors)
     return DocumentBatch(
         document_inputs(columns, "", spec, gate, mask),
         candidate_id=np.asarray(columns["candidate_id"], dtype=np.int64),

@@ -65,7 +65,7 @@ def input_columns(model: Drmm) -> list[str]:
 def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
     """Scores of stored-shape rows (see the module), in their order."""
     columns = {c: np.asarray(v) for c, v in to_bytes(frame[input_columns(model)].copy()).items()}
-    gate, mask = query_gate(columns, model.query_vectors)
+    gate, mask = query_gate(columns, model.spec, model.query_vectors)
     model.eval()
     return model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
 

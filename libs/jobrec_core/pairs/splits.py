@@ -26,6 +26,10 @@ HELD_OUT_SPLITS = {"held_out_dev": ("dev", "map_dev"), "held_out_test": ("test",
 POOL_SPLIT = {"pool_train": ("train",)}
 
 
+# What every stored row of a query carries of it.
+_QUERY = ("candidate_id", "split", "query_terms", "query_job_share")
+
+
 def _seeded_hash(seed: int, purpose: str, column: str) -> Column:
     return F.xxhash64(F.lit(seed), F.lit(purpose), F.col(column))
 
@@ -46,6 +50,7 @@ def select_triples(queries: DataFrame, retrieved: DataFrame, seed: int) -> DataF
     return joined.select(
         "candidate_id",
         "query_terms",
+        "query_job_share",
         "negative_terms",
         "own_job_ids",
         "full_hits",
@@ -114,9 +119,7 @@ def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFr
         negatives,
     )
     labelled = F.concat(_labelled(top, 1), _labelled(rest, 0))
-    return selected.select(
-        "candidate_id", "split", "query_terms", F.explode(labelled).alias("d")
-    ).select("candidate_id", "split", "query_terms", "d.*")
+    return selected.select(*_QUERY, F.explode(labelled).alias("d")).select(*_QUERY, "d.*")
 
 
 def held_out_documents(
@@ -147,8 +150,8 @@ def held_out_documents(
     return (
         assigned.withColumn("split", split)
         .where(F.col("split").isNotNull())
-        .select("candidate_id", "split", "query_terms", F.explode(documents).alias("d"))
-        .select("candidate_id", "split", "query_terms", "d.*")
+        .select(*_QUERY, F.explode(documents).alias("d"))
+        .select(*_QUERY, "d.*")
     )
 
 
@@ -237,7 +240,7 @@ def pool_pairs(featured: DataFrame) -> DataFrame:
     held-out job (the positive) against each drawn job of the same pool. Both documents come
     from the query that built the pool, so no feature tells them apart by the query (the
     paper's negatives come from a second, shorter query, and their BM25 gives them away)."""
-    shared = ("candidate_id", "split", "query_terms", "query_idf")
+    shared = (*_QUERY, "query_idf")
     documents = [c for c in featured.columns if c not in (*shared, "label", "bm25_rank")]
     negative = featured.where(F.col("label") == 0).select(
         "candidate_id", *[F.col(c).alias(f"neg_{c}") for c in documents]

@@ -3,8 +3,9 @@
     pipeline = retriever >> DocumentText(tokens) >> DrmmFeatures(...) >> Reranker(scorer) % 10
 
 **The contract.** A retriever takes a frame of queries (`candidate_id, own_job_ids,
-sequence_job_ids, query_terms`) and returns a *ranked frame*: one row per (candidate, job)
-with `score` and `rank` (1 is the best of the candidate), plus `query_terms`, `bm25`,
+sequence_job_ids, query_terms, query_job_share`) and returns a *ranked frame*: one row per
+(candidate, job) with `score` and `rank` (1 is the best of the candidate), plus
+`query_terms`, `query_job_share`, `bm25`,
 `bm25_rank` and the query's `own_job_ids` and `sequence_job_ids` (what the profile features
 read). Every
 later step takes a ranked frame and returns one: a feature step adds columns, a re-ranker
@@ -47,10 +48,17 @@ from jobrec_core.ranking.scorers import Bm25Mix, Scorer, score_column
 from jobrec_core.search.bm25 import FULL_QUERY, retrieve, search_all
 from jobrec_core.search.connection import EsConnection, make_client
 
-QUERY_COLUMNS = ("candidate_id", "own_job_ids", "sequence_job_ids", "query_terms")
+QUERY_COLUMNS = (
+    "candidate_id",
+    "own_job_ids",
+    "sequence_job_ids",
+    "query_terms",
+    "query_job_share",
+)
 RANKED_SCHEMA = (
-    "candidate_id LONG, query_terms ARRAY<STRING>, job_id INT, score DOUBLE, rank INT, "
-    "bm25 FLOAT, bm25_rank INT, own_job_ids ARRAY<INT>, sequence_job_ids ARRAY<INT>"
+    "candidate_id LONG, query_terms ARRAY<STRING>, query_job_share ARRAY<FLOAT>, job_id INT, "
+    "score DOUBLE, rank INT, bm25 FLOAT, bm25_rank INT, own_job_ids ARRAY<INT>, "
+    "sequence_job_ids ARRAY<INT>"
 )
 
 
@@ -146,6 +154,7 @@ class Bm25Retriever(Step):
             .select(
                 "candidate_id",
                 "query_terms",
+                "query_job_share",
                 "own_job_ids",
                 "sequence_job_ids",
                 F.posexplode(hits).alias("position", "x"),
@@ -153,6 +162,7 @@ class Bm25Retriever(Step):
             .select(
                 "candidate_id",
                 "query_terms",
+                "query_job_share",
                 F.col("x.h.job_id").alias("job_id"),
                 F.col("x.h.score").cast("double").alias("score"),
                 (F.col("position") + 1).cast("int").alias("rank"),
@@ -173,11 +183,12 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
     included, and `rank` only the kept ones.
     The pandas twin of the Spark SQL in `Bm25Retriever.transform_spark` (one request's 100
     hits; the batch path never loops in Python)."""
-    names = ("candidate_id", "query_terms", "job_id", "bm25", "bm25_rank", *_CARRIED)
-    columns: dict[str, list[Any]] = {name: [] for name in names}
-    for candidate, terms, own, sequence, hits in zip(
+    names = ("candidate_id", "query_terms", "query_job_share", "job_id", "bm25", "bm25_rank")
+    columns: dict[str, list[Any]] = {name: [] for name in (*names, *_CARRIED)}
+    for candidate, terms, share, own, sequence, hits in zip(
         frame["candidate_id"],
         frame["query_terms"],
+        frame["query_job_share"],
         frame["own_job_ids"],
         frame["sequence_job_ids"],
         frame["full_hits"],
@@ -187,11 +198,13 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
         sequence_list = [int(j) for j in (sequence if sequence is not None else [])]
         own_jobs = set(own_list)
         terms_list = list(terms)
+        share_list = [float(x) for x in share]
         for position, hit in enumerate(hits if hits is not None else []):
             if int(hit["job_id"]) in own_jobs:
                 continue
             columns["candidate_id"].append(int(candidate))
             columns["query_terms"].append(terms_list)
+            columns["query_job_share"].append(share_list)
             columns["job_id"].append(int(hit["job_id"]))
             columns["bm25"].append(np.float32(hit["score"]))
             columns["bm25_rank"].append(position + 1)
@@ -283,11 +296,14 @@ class DrmmFeatures(Step):
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         schema = f"{_ddl(frame)}, {FEATURE_COLUMNS}"
         columns = [*frame.columns, *(c.split(" ")[0] for c in FEATURE_COLUMNS.split(", "))]
-        keys = ["candidate_id", "query_terms"]
+        keys = ["candidate_id", "query_terms", "query_job_share"]
 
         def run(rows: pd.DataFrame) -> pd.DataFrame:
             featured = self.transform(rows)
-            return featured.assign(query_terms=[list(t) for t in featured["query_terms"]])[columns]
+            return featured.assign(
+                query_terms=[list(t) for t in featured["query_terms"]],
+                query_job_share=[list(t) for t in featured["query_job_share"]],
+            )[columns]
 
         return map_groups_in_pandas(frame, keys, run, schema)
 

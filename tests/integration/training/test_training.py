@@ -311,7 +311,9 @@ def test_embedding_gating_trains_saves_its_vectors_and_scores_from_words(spark, 
     assert not np.allclose(score_frame(model, unknown), scores)
 
 
-@pytest.mark.parametrize(("version", "launcher"), [("v6", "distributor"), ("v7", "single")])
+@pytest.mark.parametrize(
+    ("version", "launcher"), [("v6", "distributor"), ("v7", "single"), ("v8", "single")]
+)
 def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     spark, tiny, tiny_pairs, version, launcher
 ):
@@ -333,3 +335,9 @@ def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     ).toPandas()
     scores = np.asarray(pyfunc.predict(rows[pyfunc.metadata.get_input_schema().input_names()]))
     np.testing.assert_allclose(scores, score_frame(model, rows), rtol=1e-6)
+    # the mix with BM25 was chosen on dev and travels in the spec; the run logged it
+    logged = mlflow.get_run(outcome.run_id).data.metrics["dev_bm25_alpha"]
+    assert model.spec.bm25_alpha == logged and 0.0 <= logged <= 1.0
+    if version == "v8":  # the gate reads each term's share of the candidate's jobs
+        assert model.spec.gate_share and model.gate is not None and model.gate.in_features == 2
+        assert "query_job_share" in pyfunc.metadata.get_input_schema().input_names()

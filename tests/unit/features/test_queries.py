@@ -104,14 +104,11 @@ def test_build_query_end_to_end():
         {"title": ["nurse"], "keywords": ["icu", "care"]},
     ]
     idf = {"registered": 2.0, "nurse": 0.5, "license": 4.0, "icu": 5.0, "care": 1.0}
-    assert build_query(jobs, FIELDS, idf, 300, RS) == [
-        "registered",
-        "nurse",
-        "license",
-        "icu",
-        "care",
-    ]
-    assert build_query(jobs, FIELDS, idf, 3, RS) == ["registered", "nurse", "icu"]
+    assert build_query(jobs, FIELDS, idf, 300, RS) == (
+        ["registered", "nurse", "license", "icu", "care"],
+        [0.5, 1.0, 0.5, 0.5, 0.5],  # "nurse" is in both jobs
+    )
+    assert build_query(jobs, FIELDS, idf, 3, RS) == (["registered", "nurse", "icu"], [0.5, 1, 0.5])
 
 
 def test_negative_query_is_a_seeded_sixth_in_order():

@@ -294,11 +294,29 @@ def test_embedding_gate_places_each_words_vector_at_its_term():
         )
     )
     columns = {c: np.asarray(v) for c, v in frame.items()}
-    gate, mask = query_gate(columns, table)
+    gate, mask = query_gate(columns, spec(gating="embedding", gate_dim=3), table)
     assert gate.shape == (3, 2, 3)
     assert mask.tolist() == [[True, True], [False, False], [True, False]]
     np.testing.assert_allclose(gate[0], [[0, 0, 1], [1, 0, 0]])
     assert not gate[1:].any()  # no terms, and an unknown word
+
+
+def test_the_gate_reads_each_terms_share_of_the_candidates_jobs_as_one_more_channel():
+    import pandas as pd
+
+    from jobrec_core.models.inputs import query_columns, query_gate
+
+    shared = spec(gate_share=True, gate_dim=2)
+    assert query_columns(shared) == ["query_idf", "query_job_share"]
+    frame = to_bytes(
+        pd.DataFrame({"query_idf": [[2.0, 3.0], [4.0]], "query_job_share": [[1.0, 0.5], [0.25]]})
+    )
+    gate, mask = query_gate({c: np.asarray(v) for c, v in frame.items()}, shared, None)
+    assert gate.shape == (2, 2, 2) and mask.tolist() == [[True, True], [True, False]]
+    np.testing.assert_allclose(gate[0], [[2.0, 1.0], [3.0, 0.5]])
+    np.testing.assert_allclose(gate[1], [[4.0, 0.25], [0.0, 0.0]])
+    model = Drmm(shared)
+    assert model.gate is not None and model.gate.in_features == 2
 
 
 def test_tks_reads_the_highest_similarities_from_the_counts():

@@ -24,6 +24,7 @@ def retrieved() -> pd.DataFrame:
         {
             "candidate_id": [1, 2],
             "query_terms": [["java", "developer"], ["nurse"]],
+            "query_job_share": [[1.0, 0.5], [1.0]],
             "own_job_ids": [[30], []],
             "sequence_job_ids": [[30, 70], []],
             "full_hits": [
@@ -49,6 +50,7 @@ def test_retrieval_drops_own_jobs_keeps_bm25_ranks_and_breaks_ties_by_job_id():
     assert list(frame.columns) == [
         "candidate_id",
         "query_terms",
+        "query_job_share",
         "job_id",
         "score",
         "rank",
