@@ -105,6 +105,8 @@ def rerank(
     rows = pd.DataFrame(document_features(vocabulary, features, docs, bins))
     rows["query_idf"] = [features.idf] * len(rows)
     rows["query_terms"] = [query] * len(rows)
+    # each word's share of the candidate's jobs (read by a gate with `gate_share`, v8)
+    rows["query_job_share"] = [np.linspace(1.0, 0.2, len(query), dtype=np.float32)] * len(rows)
     rows["bm25"] = np.linspace(20, 5, len(rows), dtype=np.float32)
     if any(name in PROFILE_FEATURES for name in model.spec.extras):
         texts = [np.asarray(d, dtype=object) for d in docs]

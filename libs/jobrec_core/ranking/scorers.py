@@ -109,8 +109,8 @@ PROFILE_BASELINE = "profile-tfidf"
 @untrained(PROFILE_BASELINE)
 @dataclass(frozen=True)
 class ProfileTfidfScorer(ColumnScorer):
-    """The mean TF-IDF cosine of a job to the candidate's own jobs, all fields
-    (`features.profile`)."""
+    """The mean TF-IDF cosine of a job to the candidate's own jobs, all fields, each own job
+    weighed by its agreement with the others (`features.profile`)."""
 
     name: str = PROFILE_BASELINE
     column: ClassVar[str] = "profile_tfidf"
