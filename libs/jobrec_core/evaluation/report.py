@@ -58,8 +58,9 @@ class EvaluationReport:
         if self.curve:
             lines += [
                 "",
-                f"2. Learning curve of {self.curve_model}: training candidates (one triple or "
-                "one pool's pairs each); dev split, the epoch kept; ground truth as in 3 "
+                f"2. Learning curve of {self.curve_model}: training candidates (one triple, or "
+                "the pairs of each of their training lists); dev split, the epoch kept; "
+                "ground truth as in 3 "
                 "(the paper's figures, for its triples, in brackets)",
                 f"  {'trained':>9}{'asked':>8}{'epochs':>8}{'dev accuracy':>22}{'dev MAP':>20}"
                 f"{'dev MRR':>9}{f'GT P@{k}':>10}{'95% CI':>16}{f'nDCG@{k}':>9}",

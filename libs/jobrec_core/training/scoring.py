@@ -84,14 +84,17 @@ def held_out_reciprocal_ranks(
 
 
 def tune_bm25_alpha(
-    model: Drmm, held_out_files: list[str], batch_size: int
+    model: Drmm, held_out_files: list[str], batch_size: int, resamples: int, seed: int
 ) -> tuple[float, dict[float, float]]:
     """The mix with BM25 that ranks the held-out jobs of `held_out_files` (the dev
-    candidates') best, and the MRR of every weight tried (`ranking.interpolation`)."""
+    candidates') best, if significantly better than the model alone, and the MRR of every
+    weight tried (`ranking.interpolation.best_alpha`)."""
     pools = score_documents(
         model, ReaderSettings(tuple(held_out_files), batch_size), torch.device("cpu")
     )
-    return best_alpha(pools.query, pools.score, pools.bm25, pools.label, pools.document)
+    return best_alpha(
+        pools.query, pools.score, pools.bm25, pools.label, pools.document, resamples, seed
+    )
 
 
 @dataclass(frozen=True)

@@ -285,14 +285,22 @@ def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainR
 def tune_mix(config: JobrecConfig, result: TrainResult, held_out_dev: list[str]) -> None:
     """With `model.versions.<v>.bm25_mix`: the weight `bm25_alpha` of the trained model
     against BM25 in its rankings (`ranking.interpolation`), the one of `ALPHA_GRID` with the
-    best held-out MRR on the dev candidates, written into the model file's spec (so every
-    ranking of the model mixes alike) and logged to the active MLflow run, if any."""
+    best held-out MRR on the dev candidates when its paired gain over the model alone is
+    significant (the gate's bootstrap, `promotion.bootstrap_resamples`), written into the
+    model file's spec (so every ranking of the model mixes alike) and logged to the active
+    MLflow run, if any."""
     if not config.model.selected.bm25_mix:
         return
     import mlflow
 
     model = load_model(result.model_file)
-    alpha, tried = tune_bm25_alpha(model, held_out_dev, config.training.eval_batch_size)
+    alpha, tried = tune_bm25_alpha(
+        model,
+        held_out_dev,
+        config.training.eval_batch_size,
+        config.promotion.bootstrap_resamples,
+        config.run.seed,
+    )
     model.spec = replace(model.spec, bm25_alpha=alpha)
     save_model(model, Path(result.model_file))
     log.info(
