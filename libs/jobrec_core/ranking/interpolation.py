@@ -60,9 +60,11 @@ def best_alpha(
     beats the model alone by chance more often than not."""
     if len(query) == 0:
         return 1.0, {}
+    model_z, bm25_z = zscores(query, score), zscores(query, bm25)  # once, not per alpha
     reciprocal = {}
     for alpha in grid:
-        ranked = rank_within_queries(query, interpolate(query, score, bm25, alpha), label, document)
+        mixed = alpha * model_z + (1.0 - alpha) * bm25_z  # `interpolate`, standardised already
+        ranked = rank_within_queries(query, mixed, label, document)
         reciprocal[alpha] = reciprocal_rank(ranked, len(query))
     mrr = {alpha: float(ranks.mean()) for alpha, ranks in reciprocal.items()}
     top = max(mrr.values())
