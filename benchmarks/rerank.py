@@ -44,6 +44,7 @@ from jobrec_core.ranking.scorers import WmdScorer
 from jobrec_core.text.vectors import keyed_vectors
 
 K = 10
+TITLE_TERMS = 5  # a generated title's words, about
 
 
 def synthetic_vectors(words: int, dim: int, path: str) -> str:
@@ -102,7 +103,8 @@ def rerank(
 ) -> np.ndarray:
     """One request: features, model input rows, scores, the top k."""
     features = query_features(vocabulary, query)
-    rows = pd.DataFrame(document_features(vocabulary, features, docs, bins))
+    titles = [TITLE_TERMS] * len(docs)  # the lead fields' terms (DRMM-fields, v9)
+    rows = pd.DataFrame(document_features(vocabulary, features, docs, bins, titles))
     rows["query_idf"] = [features.idf] * len(rows)
     rows["query_terms"] = [query] * len(rows)
     # each word's share of the candidate's jobs (read by a gate with `gate_share`, v8)

@@ -203,8 +203,20 @@ class HistogramsConfig(_Section):
     bins: int = Field(gt=1)
     variant: Literal["ch", "nh", "lch"]
     doc_fields: list[str]
+    # The leading `doc_fields` whose matches get a histogram of their own (DRMM-fields): a
+    # model with `field_histograms` then tells a title match from a description match.
+    lead_fields: list[str] = []
     doc_max_terms: int = Field(gt=0)
     map_queries_per_batch: int = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _lead_fields_lead(self) -> HistogramsConfig:
+        if self.lead_fields != self.doc_fields[: len(self.lead_fields)]:
+            raise ValueError(
+                f"histograms.lead_fields {self.lead_fields} must be the first fields of "
+                f"histograms.doc_fields {self.doc_fields}"
+            )
+        return self
 
 
 class PairsConfig(_Section):
@@ -237,6 +249,15 @@ class ModelVersionConfig(_Section):
     bm25_mix: bool = False
     # The term gate also reads each query term's share of the candidate's jobs.
     gate_share: bool = False
+    # Each query term's histogram is split in two, matches in `histograms.lead_fields` and
+    # in the other fields, side by side (DRMM-fields; DRMM's architecture only).
+    field_histograms: bool = False
+
+    @model_validator(mode="after")
+    def _fields_need_drmm(self) -> ModelVersionConfig:
+        if self.field_histograms and self.architecture != "drmm":
+            raise ValueError("field_histograms needs architecture drmm")
+        return self
 
 
 class ModelConfig(_Section):

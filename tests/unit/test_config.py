@@ -136,5 +136,15 @@ def test_conf_dir_from_environment(monkeypatch):
 
 
 def test_the_compared_models_must_be_configured_versions():
-    with pytest.raises(ConfigError, match=r"evaluation\.models/curve_model \['v9'\]"):
-        load_config("local", ["evaluation.models=[v1, v9]"], CONF)
+    with pytest.raises(ConfigError, match=r"evaluation\.models/curve_model \['v99'\]"):
+        load_config("local", ["evaluation.models=[v1, v99]"], CONF)
+
+
+def test_lead_fields_must_lead_the_document_fields():
+    with pytest.raises(ConfigError, match=r"lead_fields \['keywords'\] must be the first"):
+        load_config("local", ["histograms.lead_fields=[keywords]"], CONF)
+
+
+def test_field_histograms_are_drmm_only():
+    with pytest.raises(ConfigError, match=r"field_histograms needs architecture drmm"):
+        load_config("local", ["model.versions.v6.field_histograms=true"], CONF)

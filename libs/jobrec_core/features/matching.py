@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pyspark import Broadcast
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from jobrec_core.config import HistogramsConfig
 from jobrec_core.features.histograms import (
     Vocabulary,
     histogram_counts,
@@ -32,9 +33,10 @@ from jobrec_core.text.vectors import keyed_vectors, words_and_idf_of, worker_cac
 from jobrec_core.text.wmd import unit_vectors
 
 FEATURE_COLUMNS = (
-    "query_idf ARRAY<FLOAT>, doc_len INT, hist ARRAY<SMALLINT>, unigrams INT, bigrams INT"
+    "query_idf ARRAY<FLOAT>, doc_len INT, hist ARRAY<SMALLINT>, lead_hist ARRAY<SMALLINT>, "
+    "unigrams INT, bigrams INT"
 )
-DOCUMENT_FEATURES = ("doc_len", "hist", "unigrams", "bigrams")
+DOCUMENT_FEATURES = ("doc_len", "hist", "lead_hist", "unigrams", "bigrams")
 # The candidate-profile features (`features.profile`), stored with the others.
 PROFILE_FEATURES = ("profile_tfidf", "profile_w2v", "co_interest")
 PROFILE_COLUMNS = ", ".join(f"{name} FLOAT" for name in PROFILE_FEATURES)
@@ -44,7 +46,8 @@ TRIPLE_SCHEMA = (
     "query_job_share ARRAY<FLOAT>, "
     + ", ".join(
         f"{side}_job_id INT, {side}_bm25 FLOAT, {side}_doc_len INT, "
-        f"{side}_hist ARRAY<SMALLINT>, {side}_unigrams INT, {side}_bigrams INT, "
+        f"{side}_hist ARRAY<SMALLINT>, {side}_lead_hist ARRAY<SMALLINT>, "
+        f"{side}_unigrams INT, {side}_bigrams INT, "
         + ", ".join(f"{side}_{name} FLOAT" for name in PROFILE_FEATURES)
         for side in ("pos", "neg")
     )
@@ -54,18 +57,29 @@ MAP_SCHEMA = (
     "candidate_id LONG, split STRING, query_terms ARRAY<STRING>, query_idf ARRAY<FLOAT>, "
     "query_job_share ARRAY<FLOAT>, "
     "job_id INT, label INT, bm25 FLOAT, bm25_rank INT, doc_len INT, hist ARRAY<SMALLINT>, "
-    f"unigrams INT, bigrams INT, {PROFILE_COLUMNS}"
+    f"lead_hist ARRAY<SMALLINT>, unigrams INT, bigrams INT, {PROFILE_COLUMNS}"
 )
 
 
-def document_tokens(jobs: DataFrame, fields: list[str], max_terms: int) -> DataFrame:
-    """`job_id, doc_tokens`: the histogram's document text, fields in order, capped."""
+def document_tokens(jobs: DataFrame, histograms: HistogramsConfig) -> DataFrame:
+    """`job_id, doc_tokens, lead_len`: the histogram's document text, `doc_fields` in order,
+    capped at `doc_max_terms`; and how many of its first tokens come from `lead_fields`."""
+
+    def joined(fields: list[str]) -> Column:
+        return F.concat(*[F.col(tokens_column(f)) for f in fields])
+
+    lead = histograms.lead_fields
     return jobs.select(
         "job_id",
-        F.slice(F.concat(*[F.col(tokens_column(f)) for f in fields]), 1, max_terms).alias(
-            "doc_tokens"
-        ),
+        F.slice(joined(histograms.doc_fields), 1, histograms.doc_max_terms).alias("doc_tokens"),
+        (F.least(F.size(joined(lead)), F.lit(histograms.doc_max_terms)) if lead else F.lit(0))
+        .cast("int")
+        .alias(LEAD_LENGTH),
     )
+
+
+# How many of a document's first tokens are its lead fields' (`document_tokens`).
+LEAD_LENGTH = "lead_len"
 
 
 WordsAndIdf = Broadcast | tuple[list[str], list[float]]
@@ -100,43 +114,56 @@ def query_features(vocabulary: Vocabulary, terms: Iterable[str]) -> QueryFeature
 
 
 def document_features(
-    vocabulary: Vocabulary, query: QueryFeatures, documents: Sequence[Iterable[str]], bins: int
+    vocabulary: Vocabulary,
+    query: QueryFeatures,
+    documents: Sequence[Iterable[str]],
+    bins: int,
+    lead_lengths: Sequence[int],
 ) -> dict[str, list[Any]]:
-    """Columns `doc_len`, `hist` (counts, flattened, int16), `unigrams`, `bigrams` of each
-    document against one query: one matrix product for all of them."""
+    """Columns `doc_len`, `hist` (counts, flattened, int16), `lead_hist` (the counts of the
+    first `lead_lengths` terms alone: the lead fields' matches), `unigrams`, `bigrams` of
+    each document against one query: one matrix product for all of them."""
     words = [list(d) for d in documents]
     lengths = np.array([len(d) for d in words], dtype=np.int64)
+    lead = np.minimum(np.asarray(lead_lengths, dtype=np.int64).reshape(-1), lengths)
     everything = vocabulary.ids([w for d in words for w in d])
     distinct, word_of = vocabulary.distinct(everything)
-    counts = histogram_counts(
+    # Each document as two: its lead terms, then the rest; `hist` is their sum.
+    parts = histogram_counts(
         query.vectors,
         query.ids,
         vocabulary.unit_vectors(distinct),
         distinct,
-        lengths,
+        np.stack([lead, lengths - lead], axis=1).ravel(),
         bins,
         word_of=word_of,
-    )
+    ).reshape(len(words), 2, len(query.ids), bins + 1)
     return {
         "doc_len": lengths.tolist(),
-        "hist": [row.ravel().astype(np.int16) for row in counts],
+        "hist": [row.ravel().astype(np.int16) for row in parts.sum(axis=1)],
+        "lead_hist": [row.ravel().astype(np.int16) for row in parts[:, 0]],
         "unigrams": shared_unigrams(query.ids, everything, lengths).tolist(),
         "bigrams": shared_bigrams(query.ids, everything, lengths).tolist(),
     }
 
 
-def add_features(
-    frame: pd.DataFrame, vocabulary: Vocabulary, bins: int, tokens: str = "doc_tokens"
-) -> pd.DataFrame:
-    """Rows of (candidate, query, document) with `query_terms` and the document's `tokens`
-    -> the same rows with `query_idf` and the document features. All rows of a candidate
-    share one query; each candidate's documents go through one matrix product."""
+def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.DataFrame:
+    """Rows of (candidate, query, document) with `query_terms` and the document's
+    `doc_tokens` and `lead_len` -> the same rows with `query_idf` and the document features.
+    All rows of a candidate share one query; each candidate's documents go through one
+    matrix product."""
     columns: dict[str, list[Any]] = {"query_idf": []}
     columns |= {name: [] for name in DOCUMENT_FEATURES}
     groups = list(frame.groupby("candidate_id", sort=False).indices.values())
     for rows in groups:
         query = query_features(vocabulary, frame["query_terms"].iat[rows[0]])
-        features = document_features(vocabulary, query, frame[tokens].iloc[rows].tolist(), bins)
+        features = document_features(
+            vocabulary,
+            query,
+            frame["doc_tokens"].iloc[rows].tolist(),
+            bins,
+            frame[LEAD_LENGTH].iloc[rows].to_numpy(),
+        )
         columns["query_idf"] += [query.idf] * len(rows)
         for name in DOCUMENT_FEATURES:
             columns[name] += features[name]
@@ -148,9 +175,9 @@ def add_features(
 def triple_features(
     triples: DataFrame, vectors_file: str, words_and_idf: Broadcast, bins: int
 ) -> DataFrame:
-    """Triples with `pos_tokens`/`neg_tokens` -> the stored features of both documents: the
-    two sides are two documents of one query, featured together by :func:`add_features`
-    (one candidate, one triple)."""
+    """Triples with `pos_tokens`/`neg_tokens` and `pos_lead_len`/`neg_lead_len` -> the stored
+    features of both documents: the two sides are two documents of one query, featured
+    together by :func:`add_features` (one candidate, one triple)."""
     columns = schema_columns(TRIPLE_SCHEMA)
 
     def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -158,7 +185,13 @@ def triple_features(
         for frame in frames:
             query = frame[["candidate_id", "query_terms"]]
             both = pd.concat(
-                [query.assign(doc_tokens=frame[f"{side}_tokens"]) for side in ("pos", "neg")],
+                [
+                    query.assign(
+                        doc_tokens=frame[f"{side}_tokens"],
+                        **{LEAD_LENGTH: frame[f"{side}_{LEAD_LENGTH}"]},
+                    )
+                    for side in ("pos", "neg")
+                ],
                 ignore_index=True,
             )
             featured = add_features(both, vocabulary, bins)

@@ -58,6 +58,10 @@ class DrmmSpec:
     # The term gate also reads each query term's share of the candidate's jobs
     # (`features.queries.build_query`): one more input channel, `gate_dim` counts it.
     gate_share: bool = False
+    # DRMM-fields: a query term's histogram of matches in the lead fields (the title) and
+    # its histogram of matches in the rest, side by side: the term MLP reads 2 (bins + 1)
+    # values and can weigh a title match above a description match.
+    field_histograms: bool = False
     # The model's weight against BM25 when a ranking mixes the two, each z-normalised per
     # query (`ranking.interpolation`): 1 is the network alone. Not the network's business:
     # its `score` stays the network's own; whoever ranks a pool applies the mix. Chosen on
@@ -81,6 +85,7 @@ class DrmmSpec:
             examples=version.examples,
             architecture=version.architecture,
             gate_share=version.gate_share,
+            field_histograms=version.field_histograms,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -97,7 +102,8 @@ class DrmmSpec:
 class DrmmInputs:
     """One side of a batch: B (query, document) pairs, queries padded to T terms.
 
-    hist: (B, T, bins + 1) float, the histogram variant the model reads;
+    hist: (B, T, bins + 1) float, the histogram variant the model reads (B, T, 2 (bins + 1)
+        with `field_histograms`: the lead fields' histogram, then the other fields');
     mask: (B, T) bool, True for real query terms;
     gate: (B, T, gate_dim) float, IDF or word vector per query term;
     extras: (B, E) float, raw extra features in the order of `DrmmSpec.extras` (E may be 0).
@@ -130,7 +136,7 @@ class Drmm(nn.Module):
         super().__init__()
         self.spec = spec
         self.kernels: KernelPooling | None = None
-        width, hidden = spec.bins + 1, spec.mlp_layers
+        width, hidden = histogram_width(spec), spec.mlp_layers
         if spec.architecture == "knrm":  # one linear layer over the summed kernels
             self.kernels = KernelPooling(spec.bins)
             width, hidden = self.kernels.size, 0
@@ -222,6 +228,11 @@ class Drmm(nn.Module):
         owner = mask.nonzero()[:, 0]
         per_query = per_query.index_add(0, owner, pooled)
         return self.term_mlp(per_query).squeeze(-1)
+
+
+def histogram_width(spec: DrmmSpec) -> int:
+    """Values per query term in `DrmmInputs.hist`: one histogram, or two with fields."""
+    return (spec.bins + 1) * (2 if spec.field_histograms else 1)
 
 
 def counts_of(histograms: torch.Tensor, variant: str) -> torch.Tensor:

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from jobrec_core.features.histograms import transform
+from jobrec_core.features.histograms import Variant, transform
 from jobrec_core.features.query_vectors import TERM_SEPARATOR, QueryVectors
 from jobrec_core.models.drmm import DrmmInputs, DrmmSpec
 
@@ -50,7 +50,7 @@ def query_columns(spec: DrmmSpec) -> list[str]:
 
 
 def triple_columns(spec: DrmmSpec) -> list[str]:
-    sides = [f"{side}_{c}" for side in ("pos", "neg") for c in _doc_columns(spec)]
+    sides = [f"{side}_{c}" for side in ("pos", "neg") for c in doc_columns(spec)]
     return [*query_columns(spec), *sides]
 
 
@@ -61,12 +61,16 @@ def document_columns(spec: DrmmSpec) -> list[str]:
         "label",
         "bm25_rank",
         *query_columns(spec),
-        *dict.fromkeys(["bm25", *_doc_columns(spec)]),  # BM25 for the mix, once
+        *dict.fromkeys(["bm25", *doc_columns(spec)]),  # BM25 for the mix, once
     ]
 
 
-def _doc_columns(spec: DrmmSpec) -> list[str]:
-    return ["hist", "doc_len", *spec.extras]
+def doc_columns(spec: DrmmSpec) -> list[str]:
+    """A document's columns the model reads (the pyfunc's input, with `query_columns`)."""
+    return ["hist", *([LEAD_HIST] if spec.field_histograms else []), "doc_len", *spec.extras]
+
+
+LEAD_HIST = "lead_hist"
 
 
 JOB_SHARE = "query_job_share"
@@ -77,6 +81,9 @@ RAGGED_TYPES: dict[str, type] = {
     "hist": np.int16,
     "pos_hist": np.int16,
     "neg_hist": np.int16,
+    LEAD_HIST: np.int16,
+    f"pos_{LEAD_HIST}": np.int16,
+    f"neg_{LEAD_HIST}": np.int16,
 }
 
 
@@ -116,7 +123,15 @@ def document_inputs(
     # Histograms are stored for every query term (zeros where the document matches nothing),
     # so they pad to the same T as the query.
     counts, _ = pad_queries(columns[f"{prefix}hist"], np.int16, spec.bins + 1)
-    hist = transform(counts, columns[f"{prefix}doc_len"], spec.histogram)  # type: ignore[arg-type]
+    lengths = columns[f"{prefix}doc_len"]
+    variant: Variant = spec.histogram  # type: ignore[assignment]
+    hist = transform(counts, lengths, variant)
+    if spec.field_histograms:  # the lead fields' matches, then the others'
+        lead, _ = pad_queries(columns[f"{prefix}{LEAD_HIST}"], np.int16, spec.bins + 1)
+        hist = np.concatenate(
+            [transform(lead, lengths, variant), transform(counts - lead, lengths, variant)],
+            axis=2,
+        )
     extras = np.zeros((len(mask), len(spec.extras)), dtype=np.float32)
     for position, name in enumerate(spec.extras):
         extras[:, position] = columns[f"{prefix}{name}"]

@@ -3,10 +3,10 @@
 A registered model is an MLflow pyfunc (:class:`DrmmPyfunc`) around the saved network
 (`training.save_model`: spec + weights). Its input is what `build_pairs` stores per (query,
 document), one row each: `query_idf` and `hist` (the flattened count histograms) as lists,
-`doc_len`, the extra features the version uses, and `query_terms` for embedding gating; its
-output is one score per row. So the
-recommender and any serving endpoint feed it rows of the MAP-set shape, with no torch code of
-their own. `model_of` gives the torch network back for batch scoring.
+`lead_hist` too with `field_histograms`, `doc_len`, the extra features the version uses, and
+`query_terms` for embedding gating; its output is one score per row. So the recommender and
+any serving endpoint feed it rows of the MAP-set shape, with no torch code of their own.
+`model_of` gives the torch network back for batch scoring.
 
 Promotion (`jobs/promote_model.py`) never trusts a number logged at training time: it scores
 the challenger and the current champion on the same, current test split, and moves the
@@ -34,6 +34,7 @@ from jobrec_core.models.drmm import Drmm
 from jobrec_core.models.inputs import (
     QUERY_TERMS,
     RAGGED_TYPES,
+    doc_columns,
     document_inputs,
     query_columns,
     query_gate,
@@ -58,7 +59,7 @@ class DrmmPyfunc(PythonModel):
 
 
 def input_columns(model: Drmm) -> list[str]:
-    return [*query_columns(model.spec), "hist", "doc_len", *model.spec.extras]
+    return [*query_columns(model.spec), *doc_columns(model.spec)]
 
 
 @torch.no_grad()

@@ -46,6 +46,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.features.matching import (
+    LEAD_LENGTH,
     PROFILE_FEATURES,
     TRIPLE_SCHEMA,
     document_tokens,
@@ -189,9 +190,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         .where(F.col("split").isNotNull())
         .cache()
     )
-    documents = document_tokens(
-        jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
-    )
+    documents = document_tokens(jobs, config.histograms)
     bins = config.histograms.bins
     graph = interest_graph(spark, config)
     triple_rows = assigned.where(F.col("split").isin(*TRIPLE_SPLITS))
@@ -227,7 +226,9 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     def side(prefix: str, job: str) -> DataFrame:
         renamed = [F.col(c).alias(f"{prefix}_{c}") for c in PROFILE_FEATURES]
         tokens = documents.select(
-            F.col("job_id").alias(job), F.col("doc_tokens").alias(f"{prefix}_tokens")
+            F.col("job_id").alias(job),
+            F.col("doc_tokens").alias(f"{prefix}_tokens"),
+            F.col(LEAD_LENGTH).alias(f"{prefix}_{LEAD_LENGTH}"),
         )
         return profiles.select("candidate_id", F.col("job_id").alias(job), *renamed).join(
             tokens, job

@@ -66,9 +66,7 @@ def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
         vectors_file=local_path(embeddings["vectors"]),
         words_and_idf=broadcast_idf(spark, embeddings),
         jobs=jobs,
-        tokens=document_tokens(
-            jobs, list(config.histograms.doc_fields), config.histograms.doc_max_terms
-        ),
+        tokens=document_tokens(jobs, config.histograms),
         graph=read_delta(spark, str(graph["table"])),
         connection=connection,
         index=serving_index(make_client(connection), config.elasticsearch.index_alias),

@@ -187,18 +187,17 @@ def test_histograms_equal_a_direct_computation(spark, built):
     embeddings = current(config, "embeddings")
     keyed = KeyedVectors.load(local_path(embeddings["vectors"]), mmap="r")
     jobs = read_delta(spark, embeddings["jobs"])
-    fields = config.histograms.doc_fields
-    documents = {
-        r.job_id: r.doc
-        for r in jobs.select(
-            "job_id",
-            F.slice(
-                F.concat(*[F.col(f"{f}_tokens") for f in fields]),
-                1,
-                config.histograms.doc_max_terms,
-            ).alias("doc"),
-        ).collect()
-    }
+
+    def text(fields):
+        joined = F.concat(*[F.col(f"{f}_tokens") for f in fields])
+        return F.slice(joined, 1, config.histograms.doc_max_terms)
+
+    assert config.histograms.lead_fields == ["title"]
+    documents, titles = {}, {}
+    for r in jobs.select(
+        "job_id", text(config.histograms.doc_fields).alias("doc"), text(["title"]).alias("title")
+    ).collect():
+        documents[r.job_id], titles[r.job_id] = r.doc, r.title
     bins = config.histograms.bins
 
     def vectors(words):
@@ -213,10 +212,16 @@ def test_histograms_equal_a_direct_computation(spark, built):
 
     for row in triples.orderBy("candidate_id").limit(4).collect():
         query = list(row.query_terms)
-        for job_id, stored in ((row.pos_job_id, row.pos_hist), (row.neg_job_id, row.neg_hist)):
-            doc = list(documents[job_id])
-            expected = reference_histogram(vectors(query), query, vectors(doc), doc, bins)
-            np.testing.assert_array_equal(np.array(stored).reshape(len(query), bins + 1), expected)
+        for job_id, stored, lead in (
+            (row.pos_job_id, row.pos_hist, row.pos_lead_hist),
+            (row.neg_job_id, row.neg_hist, row.neg_lead_hist),
+        ):
+            for text_of, histogram in ((documents, stored), (titles, lead)):
+                doc = list(text_of[job_id])
+                expected = reference_histogram(vectors(query), query, vectors(doc), doc, bins)
+                np.testing.assert_array_equal(
+                    np.array(histogram).reshape(len(query), bins + 1), expected
+                )
 
 
 def test_map_sets_hold_the_seeds_fifty_and_fifty(spark, built):

@@ -312,7 +312,8 @@ def test_embedding_gating_trains_saves_its_vectors_and_scores_from_words(spark, 
 
 
 @pytest.mark.parametrize(
-    ("version", "launcher"), [("v6", "distributor"), ("v7", "single"), ("v8", "single")]
+    ("version", "launcher"),
+    [("v6", "distributor"), ("v7", "single"), ("v8", "single"), ("v9", "single")],
 )
 def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     spark, tiny, tiny_pairs, version, launcher
@@ -341,3 +342,8 @@ def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     if version == "v8":  # the gate reads each term's share of the candidate's jobs
         assert model.spec.gate_share and model.gate is not None and model.gate.in_features == 2
         assert "query_job_share" in pyfunc.metadata.get_input_schema().input_names()
+    if version == "v9":  # the title's matches apart from the other fields'
+        assert model.spec.field_histograms and model.term_mlp[0].in_features == 2 * (
+            config.histograms.bins + 1
+        )
+        assert "lead_hist" in pyfunc.metadata.get_input_schema().input_names()

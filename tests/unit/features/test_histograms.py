@@ -10,6 +10,7 @@ from jobrec_core.features.histograms import (
     shared_unigrams,
     transform,
 )
+from jobrec_core.features.matching import document_features, query_features
 from tests.helpers import BINS, reference_histogram
 
 
@@ -138,3 +139,24 @@ def test_vocabulary_lookups(vocabulary):
     assert not vocabulary.unit_vectors(ids)[1].any()
     assert vocabulary.idf_of(ids)[1] == 0.0
     assert vocabulary.ids([]).size == 0
+
+
+def test_lead_histograms_count_the_lead_terms_alone(vocabulary):
+    """DRMM-fields: `lead_hist` is the histogram of a document's first `lead_len` terms (its
+    title), `hist` still that of the whole document, however long the lead."""
+    rng = np.random.default_rng(5)
+    query_words = [f"w{i:03d}" for i in (3, 7, 42, 150)]
+    documents = [[f"w{i:03d}" for i in rng.integers(0, 200, size=n)] for n in (0, 4, 30, 9)]
+    leads = [0, 4, 6, 20]  # none, all of it, a part, more than the document holds
+    features = document_features(
+        vocabulary, query_features(vocabulary, query_words), documents, BINS, leads
+    )
+    unit = vocabulary.unit_vectors(vocabulary.ids(query_words))
+    for words, lead, hist, lead_hist in zip(
+        documents, leads, features["hist"], features["lead_hist"], strict=True
+    ):
+        for text, stored in ((words, hist), (words[:lead], lead_hist)):
+            expected = reference_histogram(
+                unit, query_words, vocabulary.unit_vectors(vocabulary.ids(text)), text
+            )
+            np.testing.assert_array_equal(stored.reshape(len(query_words), BINS + 1), expected)

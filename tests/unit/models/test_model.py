@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from jobrec_core.models.drmm import Drmm, DrmmInputs, DrmmSpec, hinge_loss, phases, set_phase
-from jobrec_core.models.inputs import pad_queries, to_bytes
+from jobrec_core.models.inputs import document_inputs, pad_queries, query_gate, to_bytes
 from jobrec_core.ranking.metrics import (
     average_precision_at_k,
     mean_average_precision,
@@ -185,6 +185,30 @@ def test_list_columns_become_bytes_of_the_right_type():
     assert np.frombuffer(frame["query_idf"][0], np.float32).tolist() == [1.5, 2.0]
     assert np.frombuffer(frame["hist"][0], np.int16).tolist() == [1, 2]
     assert frame["doc_len"][0] == 3
+
+
+def test_field_histograms_feed_the_lead_and_the_rest_side_by_side():
+    """DRMM-fields: the term MLP reads transform(lead) then transform(hist - lead); without
+    the option the lead histogram is not even read."""
+    import pandas as pd
+
+    hist = [[4, 0, 2, 1, 3, 0], [9, 9, 9, 9, 9, 9]]  # two rows of one 2-term query, 2 bins
+    lead = [[1, 0, 2, 0, 0, 0], [0, 0, 0, 9, 0, 0]]
+    frame = pd.DataFrame(
+        {"query_idf": [[1.0, 2.0]] * 2, "hist": hist, "lead_hist": lead, "doc_len": [10, 54]}
+    )
+    fields = spec(bins=2, histogram="ch", field_histograms=True)
+    columns = {c: np.asarray(v) for c, v in to_bytes(frame.copy()).items()}
+    gate, mask = query_gate(columns, fields, None)
+    both = document_inputs(columns, "", fields, gate, mask).hist
+    counts = np.array(hist, dtype=np.float32).reshape(2, 2, 3)
+    titles = np.array(lead, dtype=np.float32).reshape(2, 2, 3)
+    np.testing.assert_array_equal(both.numpy(), np.concatenate([titles, counts - titles], 2))
+    assert Drmm(fields).term_mlp[0].in_features == 6
+    plain = spec(bins=2, histogram="ch")
+    alone = document_inputs({**columns, "lead_hist": None}, "", plain, gate, mask).hist
+    np.testing.assert_array_equal(alone.numpy(), counts)
+    assert Drmm(fields).eval().score(document_inputs(columns, "", fields, gate, mask)).shape == (2,)
 
 
 def test_rebatch_keeps_every_row_once_and_shuffles_by_seed():
