@@ -189,6 +189,9 @@ class QueriesConfig(_Section):
 
 class RetrievalConfig(_Section):
     top_k: int = Field(gt=0)
+    # Hits asked for beyond `top_k`, so that a tie at the cut is seen whole and ordered by
+    # job id on the client (`search.bm25.ranked_hits`); a longer tie asks again.
+    tie_margin: int = Field(default=10, gt=0)
     type: Literal["most_fields", "best_fields", "cross_fields"]
     boosts: dict[str, float]
     auto_generate_synonyms_phrase_query: bool

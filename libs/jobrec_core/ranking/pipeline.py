@@ -142,7 +142,7 @@ class Bm25Retriever(Step):
             searchable, self.connection, self.index, self.settings, self.partitions, FULL_QUERY
         )
         retrieved = self.sink(raw, queries)
-        # The index returns hits by score, then job id (`search.bm25.search_body`): a kept
+        # Hits come by score, then job id (`search.bm25.ranked_hits`): a kept
         # hit's rank is its position among the kept ones, with no sort of our own.
         hits = F.filter(
             F.transform("full_hits", lambda h, i: F.struct(h.alias("h"), (i + 1).alias("rank"))),

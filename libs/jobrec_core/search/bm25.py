@@ -54,18 +54,32 @@ class SearchResult:
     error: str | None = None
 
 
-def search_body(text: str, settings: RetrievalConfig) -> dict[str, Any]:
-    """The search request. Equal scores are ordered by job id: otherwise their order follows
-    the index's segment layout, which differs between two builds of the same jobs, and so
-    would the negative picked from them and the cut at `top_k`."""
+def search_body(text: str, settings: RetrievalConfig, size: int) -> dict[str, Any]:
+    """The search request: the `size` best hits by score, counted exhaustively.
+
+    No sort clause. Sorting by `_score` then `job_id` on the node made it collect by field
+    sort, and Lucene's dynamic pruning (`track_total_hits: false`) costs more than it saves
+    on the paper's ~350 term clauses (docs/BENCHMARKS.md, "Retrieval"). The tie order by job
+    id is resolved by the client instead (:func:`ranked_hits`): equal scores would otherwise
+    follow the index's segment layout, which differs between two builds of the same jobs,
+    and so would the negative picked from them and the cut at `top_k`."""
     return {
         "query": multi_match_query(text, settings),
-        "size": settings.top_k,
-        "sort": [{"_score": "desc"}, {"job_id": "asc"}],
-        "track_scores": True,
+        "size": size,
         "_source": False,
-        "track_total_hits": False,
+        "track_total_hits": True,
     }
+
+
+def ranked_hits(
+    hits: list[tuple[int, float]], top_k: int, asked: int
+) -> list[tuple[int, float]] | None:
+    """`asked` hits in the node's order -> the `top_k` best by score, then job id; or None
+    when the hits cannot tell: the tie at the cut may go on past the last hit returned, so
+    its other members are unknown (ask again for more)."""
+    if len(hits) == asked and len(hits) > top_k and hits[-1][1] == hits[top_k - 1][1]:
+        return None
+    return sorted(hits, key=lambda hit: (-hit[1], hit[0]))[:top_k]
 
 
 def search_all(
@@ -81,9 +95,19 @@ def search_all(
     """
     results: list[SearchResult | None] = [None] * len(texts)
     for start in range(0, len(texts), settings.msearch_batch):
-        batch = range(start, min(start + settings.msearch_batch, len(texts)))
-        _search_batch(client, index, texts, list(batch), settings, results)
+        batch = list(range(start, min(start + settings.msearch_batch, len(texts))))
+        # Ties at the cut that run past the hits asked for: ask those queries again for
+        # twice as many, until the tie ends inside the answer (rare: equal BM25 scores).
+        asked = settings.top_k + settings.tie_margin
+        while batch:
+            _search_batch(client, index, texts, batch, settings, asked, results)
+            batch = [position for position in batch if results[position] is _TIE_UNRESOLVED]
+            asked *= 2
     return [r if r is not None else SearchResult(None, "not searched") for r in results]
+
+
+# A query whose tie at the cut needs more hits (`ranked_hits`): searched again.
+_TIE_UNRESOLVED = SearchResult(None, "tie past the hits asked for")
 
 
 def _search_batch(
@@ -92,6 +116,7 @@ def _search_batch(
     texts: Sequence[str],
     pending: list[int],
     settings: RetrievalConfig,
+    asked: int,
     results: list[SearchResult | None],
 ) -> None:
     backoff = settings.backoff_s
@@ -102,7 +127,7 @@ def _search_batch(
             backoff *= 2
         searches: list[dict[str, Any]] = []
         for position in pending:
-            searches += [{"index": index}, search_body(texts[position], settings)]
+            searches += [{"index": index}, search_body(texts[position], settings, asked)]
         try:
             response = client.options(request_timeout=settings.timeout_s).msearch(
                 searches=searches,
@@ -117,9 +142,9 @@ def _search_batch(
         retry = []
         for position, item in zip(pending, response["responses"], strict=True):
             if "error" not in item:
-                results[position] = SearchResult(
-                    [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
-                )
+                hits = [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
+                ranked = ranked_hits(hits, settings.top_k, asked)
+                results[position] = _TIE_UNRESOLVED if ranked is None else SearchResult(ranked)
                 continue
             status = int(item.get("status", 500))
             reason = f"HTTP {status}: {item['error'].get('type', item['error'])}"

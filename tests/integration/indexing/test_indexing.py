@@ -223,6 +223,23 @@ def test_equal_scores_come_back_in_job_id_order(spark, tiny, es_node):
     assert len(scores) == 1 and scores.pop() > 0
 
 
+def test_a_tie_longer_than_the_margin_is_asked_again_and_cut_by_job_id(spark, tiny, es_node):
+    """Five equal scores, a cut at 2 and hits asked 2 + 1 at a time: the node's first three
+    follow its segment layout; the client asks again until it sees the whole tie."""
+    config = config_for(
+        tiny[0],
+        "elasticsearch.index_alias=longtie",
+        "retrieval.top_k=2",
+        "retrieval.tie_margin=1",
+    )
+    twin = HAND_WRITTEN_JOBS[0][1:]
+    documents = spark.createDataFrame([(i, *twin) for i in (50, 40, 30, 20, 10)], SCHEMA)
+    build(spark, config, documents)
+    client = make_client(resolve_connection(config))
+    [result] = search_all(client, "longtie", ["python developer"], config.retrieval)
+    assert result.hits is not None and [job for job, _ in result.hits] == [10, 20]
+
+
 def test_refused_documents_are_quarantined_with_the_error(spark, tiny, es_node, client):
     config = config_for(
         tiny[0], "elasticsearch.index_alias=badjobs", "quality.error_budget_fraction=0.5"

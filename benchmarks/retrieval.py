@@ -1,0 +1,187 @@
+"""Retrieval: the paper's query against the jobs index, today's request next to the baseline.
+
+    .venv/bin/python benchmarks/retrieval.py --preset demo --queries 4000
+
+Needs a built store of the preset (`jobrec demo`, or the stages up to `build_pairs`): its
+`silver/queries` and the index behind the alias. Sends the first `--queries` full queries
+(by candidate id) as `build_pairs` and `recommend` do: `retrieval.msearch_batch` per
+`_msearch`, `retrieval.max_concurrent_searches` at once on the node, from one client per
+Spark task (`--clients`, the 2 cores' 2 tasks), and reports queries/s over the wall time and
+the median `took` of the node.
+
+- baseline: the request before issue 21, sorted on the node by `_score` then `job_id` with
+  `track_scores` and `track_total_hits: false` (dynamic pruning);
+- subject: `search.bm25.search_all`, no sort clause, exhaustive counting, `top_k +
+  retrieval.tie_margin` hits asked, ties at the cut ordered by job id on the client.
+
+Both must give the same top-`top_k` lists, (job id, score) for (job id, score): the script
+checks every query and fails if one differs. The two runs alternate (baseline, subject,
+baseline, subject) so that the node's caches favour neither.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from elasticsearch import Elasticsearch
+
+from jobrec_core.config import RetrievalConfig, load_config
+from jobrec_core.platform.spark import get_spark
+from jobrec_core.platform.tables import read_delta, table_path
+from jobrec_core.search.bm25 import multi_match_query, search_all, search_body, serving_index
+from jobrec_core.search.connection import make_client, resolve_connection
+from jobrec_core.search.local_node import LocalElasticsearch
+
+REPO = Path(__file__).resolve().parents[1]
+Hits = list[tuple[int, float]]
+
+
+def baseline_body(text: str, settings: RetrievalConfig) -> dict[str, Any]:
+    """The request `search.bm25` sent before issue 21: ties ordered by the node."""
+    return {
+        "query": multi_match_query(text, settings),
+        "size": settings.top_k,
+        "sort": [{"_score": "desc"}, {"job_id": "asc"}],
+        "track_scores": True,
+        "_source": False,
+        "track_total_hits": False,
+    }
+
+
+def baseline_search(
+    client: Elasticsearch, index: str, texts: Sequence[str], settings: RetrievalConfig
+) -> list[Hits]:
+    """The baseline's `_msearch` batches (no retries: the benchmark fails on an error)."""
+    hits: list[Hits] = []
+    for start in range(0, len(texts), settings.msearch_batch):
+        searches: list[dict[str, Any]] = []
+        for text in texts[start : start + settings.msearch_batch]:
+            searches += [{"index": index}, baseline_body(text, settings)]
+        response = client.msearch(
+            searches=searches, max_concurrent_searches=settings.max_concurrent_searches
+        )
+        hits += [
+            [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
+            for item in response["responses"]
+        ]
+    return hits
+
+
+def subject_search(
+    client: Elasticsearch, index: str, texts: Sequence[str], settings: RetrievalConfig
+) -> list[Hits]:
+    results = search_all(client, index, texts, settings)
+    failed = [r.error for r in results if r.error]
+    if failed:
+        raise RuntimeError(f"{len(failed)} searches failed: {failed[0]}")
+    return [r.hits or [] for r in results]
+
+
+Searcher = Callable[[Elasticsearch, str, Sequence[str], RetrievalConfig], list[Hits]]
+BODIES: dict[str, Callable[[str, RetrievalConfig], dict[str, Any]]] = {
+    "baseline": baseline_body,
+    "subject": lambda text, settings: search_body(
+        text, settings, settings.top_k + settings.tie_margin
+    ),
+}
+
+
+def timed(
+    searcher: Searcher,
+    make: Callable[[], Elasticsearch],
+    index: str,
+    texts: list[str],
+    settings: RetrievalConfig,
+    clients: int,
+) -> tuple[float, list[Hits]]:
+    """Wall seconds and hits in query order: `clients` threads, one client and one share of
+    the queries each, as Spark's tasks split them."""
+
+    def run(share: list[str]) -> list[Hits]:
+        client = make()
+        try:
+            return searcher(client, index, share, settings)
+        finally:
+            client.close()
+
+    started = time.perf_counter()
+    with ThreadPoolExecutor(clients) as pool:
+        answers = list(pool.map(run, [texts[i::clients] for i in range(clients)]))
+    seconds = time.perf_counter() - started
+    hits: list[Hits] = [[] for _ in texts]
+    for offset, share_hits in enumerate(answers):
+        hits[offset::clients] = share_hits
+    return seconds, hits
+
+
+def median_took(client: Elasticsearch, index: str, texts: list[str], body: Any) -> float:
+    """The node's own time (`took`, ms) for queries sent one at a time, the median."""
+    return statistics.median(
+        int(client.search(index=index, **body(text))["took"]) for text in texts
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="demo")
+    parser.add_argument("--queries", type=int, default=4000)
+    parser.add_argument("--clients", type=int, default=2, help="Spark tasks searching at once")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args()
+    config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
+    LocalElasticsearch(config.elasticsearch.local).start()
+    connection = resolve_connection(config)
+    index = serving_index(make_client(connection), config.elasticsearch.index_alias)
+    queries = (
+        read_delta(get_spark(config), table_path(config, "silver", "queries"))
+        .where("size(query_terms) > 0")
+        .orderBy("candidate_id")
+        .limit(args.queries)
+        .select("query_terms")
+        .collect()
+    )
+    texts = [" ".join(row.query_terms) for row in queries]
+    documents = make_client(connection).count(index=index)["count"]
+    settings = config.retrieval
+    terms = statistics.mean(len(row.query_terms) for row in queries)
+    print(
+        f"retrieval on {args.preset!r}: index {index} ({documents:,} jobs), {len(texts):,} "
+        f"queries of {terms:.0f} terms on average, top {settings.top_k}, {args.clients} "
+        f"clients x {settings.max_concurrent_searches} concurrent searches"
+    )
+    runs: dict[str, list[float]] = {"baseline": [], "subject": []}
+    answers: dict[str, list[Hits]] = {}
+    for name in ("baseline", "subject", "baseline", "subject"):
+        searcher: Searcher = baseline_search if name == "baseline" else subject_search
+        seconds, answers[name] = timed(
+            searcher, lambda: make_client(connection), index, texts, settings, args.clients
+        )
+        runs[name].append(seconds)
+    differing = sum(a != b for a, b in zip(answers["baseline"], answers["subject"], strict=True))
+    client = make_client(connection)
+    sample = texts[:: max(1, len(texts) // 200)]
+    label = {
+        "baseline": "baseline: sorted on the node by _score, job_id",
+        "subject": "subject: no sort, exhaustive, ties cut on the client",
+    }
+    print(f"  {'request':<56}{'queries/s':>11}{'took p50 ms, alone':>20}")
+    for name in ("baseline", "subject"):
+        rate = len(texts) / min(runs[name])
+        took = median_took(client, index, sample, lambda t, n=name: BODIES[n](t, settings))
+        print(f"  {label[name]:<56}{rate:>11.1f}{took:>20.0f}")
+    speedup = min(runs["baseline"]) / min(runs["subject"])
+    print(
+        f"  speed-up {speedup:.2f}x (best of 2 runs each); top-{settings.top_k} lists "
+        f"differing: {differing} of {len(texts):,}"
+    )
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
