@@ -112,9 +112,9 @@ def rerank(
     rows["bm25"] = np.linspace(20, 5, len(rows), dtype=np.float32)
     if any(name in PROFILE_FEATURES for name in model.spec.extras):
         texts = [np.asarray(d, dtype=object) for d in docs]
-        text = text_similarities(vocabulary, profile.own_texts, texts)
-        rows["profile_tfidf"], rows["profile_w2v"] = text.tfidf, text.w2v
-        rows["profile_tfidf_max"], own_weights = text.tfidf_max, text.own_weights
+        rows["profile_tfidf"], rows["profile_w2v"], own_weights = text_similarities(
+            vocabulary, profile.own_texts, texts
+        )
         rows["co_interest"] = co_interest_scores(
             [n for n, _ in profile.own_links],
             [c for _, c in profile.own_links],

@@ -235,15 +235,7 @@ class PairsConfig(_Section):
     pool_lists: int = Field(default=1, ge=1)
 
 
-ExtraFeature = Literal[
-    "unigrams",
-    "bigrams",
-    "bm25",
-    "profile_tfidf",
-    "profile_w2v",
-    "profile_tfidf_max",
-    "co_interest",
-]
+ExtraFeature = Literal["unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest"]
 
 
 class ModelVersionConfig(_Section):

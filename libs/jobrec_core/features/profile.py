@@ -11,7 +11,6 @@ candidate's own jobs say more, in two independent ways:
   word2vec centroids (seed 004's document vector). The mean is weighted by each own job's
   agreement with the others (:func:`coherence_weights`), so that a stray interest, unlike
   the candidate's other jobs, does not pull its own kind of jobs up.
-  `profile_tfidf_max` is a pool job's best cosine with any one own job, unweighted.
 * **Behaviour** (`co_interest`): the platform's interest data as a job-job graph
   (:func:`co_interest_table`: two jobs are linked by every candidate interested in both). A
   pool job scores the two-step walks from the candidate's own jobs to it, divided by how many
@@ -27,8 +26,6 @@ word, job or neighbour; :func:`with_profile_features` runs it per candidate in S
 """
 
 from __future__ import annotations
-
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -174,30 +171,15 @@ def coherence_weights(own_units: sparse.csr_matrix) -> np.ndarray:
     return np.clip(cosines.sum(axis=1) / (count - 1), COHERENCE_FLOOR, None) ** 2
 
 
-class TextSimilarities(NamedTuple):
-    """A pool's text features against one candidate's own jobs (:func:`text_similarities`)."""
-
-    tfidf: np.ndarray  # profile_tfidf
-    w2v: np.ndarray  # profile_w2v
-    tfidf_max: np.ndarray  # profile_tfidf_max
-    own_weights: np.ndarray  # :func:`coherence_weights`, for the co-interest walks
-
-
 def text_similarities(
     vocabulary: Vocabulary, own_texts: list[np.ndarray], pool_texts: list[np.ndarray]
-) -> TextSimilarities:
-    """`profile_tfidf` and `profile_w2v` of each pool text against the own texts' profile
-    (their mean, weighted by :func:`coherence_weights`), `profile_tfidf_max` (its best cosine
-    with any one own text, unweighted), and those weights: all texts' TF-IDF vectors in one
-    sparse matrix over the words they use, one product for each.
-
-    Why the max beside the mean: a candidate with two kinds of interest (an occupation and a
-    related one) has a profile dominated by the kind with more jobs, and the coherence
-    weights push the fewer ones down further; a pool job close to one of those few is still
-    close to something the candidate chose."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(`profile_tfidf`, `profile_w2v`) of each pool text against the own texts' profile
+    (their mean, weighted by :func:`coherence_weights`), and those weights: all texts'
+    TF-IDF vectors in one sparse matrix over the words they use, one product for each."""
     if not pool_texts or not own_texts:
         empty = np.zeros(len(pool_texts), dtype=np.float32)
-        return TextSimilarities(empty, empty.copy(), empty.copy(), np.ones(len(own_texts)))
+        return empty, empty.copy(), np.ones(len(own_texts))
     texts = [*own_texts, *pool_texts]
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     ids = vocabulary.ids(np.concatenate([np.asarray(t, dtype=object) for t in texts]))
@@ -223,10 +205,7 @@ def text_similarities(
         @ centroid
         / np.maximum(np.linalg.norm(centroids, axis=1) * np.linalg.norm(centroid), 1e-12)
     )
-    best = (pool @ unit[:own].T).max(axis=1).toarray().ravel()
-    return TextSimilarities(
-        tfidf.astype(np.float32), w2v.astype(np.float32), best.astype(np.float32), own_weights
-    )
+    return tfidf.astype(np.float32), w2v.astype(np.float32), own_weights
 
 
 def _norms(matrix: sparse.csr_matrix) -> np.ndarray:
@@ -252,7 +231,7 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
     of each pool row, in the pool rows' order."""
     own = group[group[PROFILE_ROLE] == "own"]
     pool = group[group[PROFILE_ROLE] == "pool"]
-    text = text_similarities(
+    tfidf, w2v, own_weights = text_similarities(
         vocabulary, _arrays(own["doc_tokens"], object), _arrays(pool["doc_tokens"], object)
     )
     sequence = pool["sequence_job_ids"].iat[0] if len(pool) else None
@@ -265,14 +244,9 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
         own["job_id"].to_numpy(dtype=np.int64),
         pool["job_id"].to_numpy(dtype=np.int64),
         np.asarray(sequence if sequence is not None else [], dtype=np.int64),
-        text.own_weights,
+        own_weights,
     )
-    return {
-        "profile_tfidf": text.tfidf,
-        "profile_w2v": text.w2v,
-        "profile_tfidf_max": text.tfidf_max,
-        "co_interest": co_interest,
-    }
+    return {"profile_tfidf": tfidf, "profile_w2v": w2v, "co_interest": co_interest}
 
 
 def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:

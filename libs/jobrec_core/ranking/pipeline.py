@@ -249,8 +249,7 @@ class DocumentText(Step):
 
 @dataclass(frozen=True)
 class ProfileFeatures(Step):
-    """Adds the candidate-profile features, `profile_tfidf`, `profile_w2v`,
-    `profile_tfidf_max` and `co_interest`
+    """Adds the candidate-profile features, `profile_tfidf`, `profile_w2v` and `co_interest`
     (`features.profile`): each pool job against the candidate's own jobs' text (`tokens`)
     and through the interest graph (`graph`, `features.profile.co_interest_table`)."""
 

@@ -79,12 +79,12 @@ def test_text_similarities_rank_the_job_that_shares_the_candidates_words_first()
     vocabulary = Vocabulary(words, vectors, np.ones(5, dtype=np.float32))
     own = [np.array(["nurse", "patient"]), np.array(["nurse", "care"])]
     pool = [np.array(["patient", "care", "nurse"]), np.array(["truck", "driver"]), np.array([])]
-    tfidf, w2v, _, weights = text_similarities(vocabulary, own, pool)
+    tfidf, w2v, weights = text_similarities(vocabulary, own, pool)
     assert tfidf[0] > 0.5 and tfidf[1] == 0.0 and tfidf[2] == 0.0
     assert weights[0] == weights[1] > 0  # two own jobs as like each other as can be
     # one own job's words exactly: the mean cosine of unit vectors
-    same, _, best, single = text_similarities(vocabulary, own[:1], [own[0]])
-    assert np.isclose(same[0], 1.0) and single.tolist() == [1.0] and np.isclose(best[0], 1.0)
+    same, _, single = text_similarities(vocabulary, own[:1], [own[0]])
+    assert np.isclose(same[0], 1.0) and single.tolist() == [1.0]
     assert w2v[0] > w2v[1]
 
 
@@ -93,12 +93,10 @@ def test_an_own_job_unlike_the_others_weighs_less_in_the_profile():
     vocabulary = Vocabulary(words, np.eye(5, dtype=np.float32), np.ones(5, dtype=np.float32))
     own = [np.array(["nurse", "patient"]), np.array(["nurse", "care"]), np.array(["truck"])]
     pool = [np.array(["nurse"]), np.array(["truck"])]
-    tfidf, _, best, weights = text_similarities(vocabulary, own, pool)
+    tfidf, _, weights = text_similarities(vocabulary, own, pool)
     # the stray job shares no word with the others: the floor, squared
     assert weights[2] == COHERENCE_FLOOR**2 and weights[0] > 100 * weights[2]
     assert tfidf[0] > 10 * tfidf[1]  # a plain mean would give "truck" a third of the profile
-    # the best single own job knows no weights: "truck" is one of the candidate's jobs
-    assert np.isclose(best[1], 1.0) and np.isclose(best[0], 1 / np.sqrt(2))
 
 
 def test_co_interest_weighs_each_own_jobs_walks():
