@@ -6,6 +6,11 @@ project's launcher (`jvm/es-launcher`). The node binds to 127.0.0.1 only, keeps 
 `elasticsearch.local.workdir`, and records its pid and port in `node.json` there, which is how
 every other command finds it. A restarted node takes its previous port back when it is free, so
 clients (and a job waiting to retry) find it where it was.
+
+The state file also records the process's identity (the boot and its start time): after a
+reboot, or once the node has died, its pid may belong to another process, and that process
+is neither reported as the node nor stopped. A node that is alive but slow to answer is
+waited for, never started a second time on the same data folder.
 """
 
 from __future__ import annotations
@@ -43,6 +48,9 @@ class NodeState:
     pid: int
     port: int
     workdir: str
+    # `_process_identity(pid)` when the node started; None in state files written before it
+    # was recorded, or where /proc cannot tell.
+    identity: str | None = None
 
     @property
     def url(self) -> str:
@@ -66,19 +74,28 @@ class LocalElasticsearch:
         return self.workdir / "node.log"
 
     def status(self) -> NodeState | None:
-        """The running node, or None; a stale state file (dead process) is removed."""
+        """The running node, or None; a stale state file (its process dead, or its pid now
+        another process's) is removed."""
         state = self._read_state()
         if state is None:
             return None
-        if not _process_alive(state.pid):
+        if not _process_alive(state.pid) or not _same_process(state):
             self.state_file.unlink(missing_ok=True)
             return None
         return state
 
     def start(self) -> NodeState:
-        """Start the node (or return the running one) and wait until its health is green."""
+        """Start the node (or return the running one) and wait until its health is green. A
+        running node that does not answer yet is waited for, not started again."""
         running = self.status()
-        if running is not None and _health(running.url) is not None:
+        if running is not None:
+            if _health(running.url) is None:
+                log.info(
+                    "Elasticsearch (pid %d) is running but not answering at %s yet: waiting",
+                    running.pid,
+                    running.url,
+                )
+                self._wait_until_healthy(running, None)
             log.info("Elasticsearch already running at %s (pid %d)", running.url, running.pid)
             return running
         java = _find_java()
@@ -113,10 +130,15 @@ class LocalElasticsearch:
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
             )
-        state = NodeState(pid=process.pid, port=port, workdir=str(self.workdir))
+        state = NodeState(
+            pid=process.pid,
+            port=port,
+            workdir=str(self.workdir),
+            identity=_process_identity(process.pid),
+        )
         self.state_file.write_text(json.dumps(asdict(state)), encoding="utf-8")
         (self.workdir / PORT_FILE).write_text(str(port), encoding="utf-8")
-        self._wait_until_healthy(process, state)
+        self._wait_until_healthy(state, process)
         log.info("Elasticsearch is up at %s (pid %d)", state.url, state.pid)
         return state
 
@@ -160,23 +182,33 @@ class LocalElasticsearch:
             )
         return module_path, launcher
 
-    def _wait_until_healthy(self, process: subprocess.Popen, state: NodeState) -> None:
+    def _wait_until_healthy(self, state: NodeState, launched: subprocess.Popen | None) -> None:
+        """Wait for `state`'s node to answer green or yellow. A node `launched` here is
+        stopped if it does not; a node found running is left as it is, with an error."""
         deadline = time.monotonic() + self.settings.start_timeout_s
         while time.monotonic() < deadline:
-            if process.poll() is not None:
+            exited = launched.poll() is not None if launched else not _process_alive(state.pid)
+            if exited:
                 self.state_file.unlink(missing_ok=True)
+                code = f" with code {launched.returncode}" if launched else ""
                 raise LocalNodeError(
-                    f"Elasticsearch exited with code {process.returncode} while starting. "
+                    f"Elasticsearch (pid {state.pid}) exited{code} while starting. "
                     f"Last lines of {self.log_file}:\n{_tail(self.log_file)}"
                 )
-            health = _health(state.url)
-            if health in ("green", "yellow"):
+            if _health(state.url) in ("green", "yellow"):
                 return
             time.sleep(0.5)
-        _terminate(process.pid, 10)
+        timeout = self.settings.start_timeout_s
+        if launched is None:
+            raise LocalNodeError(
+                f"Elasticsearch (pid {state.pid}) is running but has not answered at {state.url} "
+                f"for {timeout:.0f}s; it was left running. See {self.log_file}, or restart it: "
+                "jobrec es stop, then jobrec es start."
+            )
+        _terminate(launched.pid, 10)
         self.state_file.unlink(missing_ok=True)
         raise LocalNodeError(
-            f"Elasticsearch did not become healthy within {self.settings.start_timeout_s:.0f}s. "
+            f"Elasticsearch did not become healthy within {timeout:.0f}s. "
             f"Last lines of {self.log_file}:\n{_tail(self.log_file)}"
         )
 
@@ -237,6 +269,25 @@ def _process_alive(pid: int) -> bool:
         return stat.split(") ", 1)[1][0] != "Z"
     except (OSError, IndexError):
         return True
+
+
+def _process_identity(pid: int) -> str | None:
+    """What tells a process from a later one with the same pid: the boot it runs in and its
+    start time (clock ticks after boot, field 22 of /proc/<pid>/stat). None where /proc
+    cannot tell (not Linux, or the process is gone)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        return f"{boot}:{stat.rsplit(') ', 1)[1].split()[19]}"
+    except (OSError, IndexError):
+        return None
+
+
+def _same_process(state: NodeState) -> bool:
+    """Whether `state.pid` is still the node's process; assumed when either side cannot
+    tell (an older state file, or no /proc)."""
+    now = _process_identity(state.pid)
+    return state.identity is None or now is None or now == state.identity
 
 
 def _terminate(pid: int, timeout_s: float) -> None:
