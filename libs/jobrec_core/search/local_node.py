@@ -15,6 +15,7 @@ waited for, never started a second time on the same data folder.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -26,6 +27,8 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 LAUNCHER_CLASS = "jobrec.es.LocalNode"
 STATE_FILE = "node.json"
 PORT_FILE = "last_port"
+LOCK_FILE = "start.lock"
 MIN_JAVA = 17
 
 
@@ -86,7 +90,35 @@ class LocalElasticsearch:
 
     def start(self) -> NodeState:
         """Start the node (or return the running one) and wait until its health is green. A
-        running node that does not answer yet is waited for, not started again."""
+        running node that does not answer yet is waited for, not started again. One start
+        at a time per work folder (a lock file): a second command waits for the first, then
+        finds its node."""
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        with self._start_lock():
+            return self._start()
+
+    @contextmanager
+    def _start_lock(self) -> Iterator[None]:
+        path = self.workdir / LOCK_FILE
+        with open(path, "a", encoding="utf-8") as lock:
+            deadline = time.monotonic() + self.settings.start_timeout_s
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() > deadline:
+                        raise LocalNodeError(
+                            f"another command has been starting the node in {self.workdir} for "
+                            f"over {self.settings.start_timeout_s:.0f}s (it holds {path})"
+                        ) from None
+                    time.sleep(0.2)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _start(self) -> NodeState:
         running = self.status()
         if running is not None:
             if _health(running.url) is None:
@@ -100,7 +132,6 @@ class LocalElasticsearch:
             return running
         java = _find_java()
         module_path, launcher = self._check_jars()
-        self.workdir.mkdir(parents=True, exist_ok=True)
         (self.workdir / "tmp").mkdir(exist_ok=True)
         port = self.settings.port or self._previous_port() or _free_port()
         command = [
@@ -284,8 +315,18 @@ def _process_identity(pid: int) -> str | None:
 
 
 def _same_process(state: NodeState) -> bool:
-    """Whether `state.pid` is still the node's process; assumed when either side cannot
-    tell (an older state file, or no /proc)."""
+    """Whether `state.pid` is still this project's node: its command line runs the launcher
+    on `state.workdir`, and it is the process that was started (same identity). Each check
+    is assumed to pass where it cannot be made (an older state file, no /proc)."""
+    try:
+        arguments = Path(f"/proc/{state.pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        arguments = None
+    if arguments is not None and not {
+        LAUNCHER_CLASS.encode(),
+        state.workdir.encode(),
+    } <= set(arguments):
+        return False
     now = _process_identity(state.pid)
     return state.identity is None or now is None or now == state.identity
 
