@@ -103,7 +103,8 @@ def rerank(
 ) -> np.ndarray:
     """One request: features, model input rows, scores, the top k."""
     features = query_features(vocabulary, query)
-    titles = [TITLE_TERMS] * len(docs)  # the lead fields' terms (DRMM-fields, v9)
+    # the lead fields' terms, split off only for a model that reads them (DRMM-fields, v9)
+    titles = [TITLE_TERMS] * len(docs) if model.spec.field_histograms else None
     rows = pd.DataFrame(document_features(vocabulary, features, docs, bins, titles))
     rows["query_idf"] = [features.idf] * len(rows)
     rows["query_terms"] = [query] * len(rows)

@@ -53,6 +53,7 @@ def tiny_overrides(state_root: Path, tmp_path_factory: pytest.TempPathFactory) -
         "data.preset=tiny",
         f"elasticsearch.local.workdir={state_root / 'es'}",
         "evaluation.baselines=[BM25, WMD, profile-tfidf, co-interest]",  # the demo leaves WMD out
+        "histograms.lead_fields=[title]",  # the demo leaves per-field histograms out (v9)
     ]
 
 

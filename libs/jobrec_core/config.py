@@ -356,6 +356,16 @@ class JobrecConfig(_Section):
                 f"evaluation.models/curve_model {unknown} are not in model.versions "
                 f"({', '.join(sorted(self.model.versions))})"
             )
+        fields = [
+            name
+            for name in dict.fromkeys([self.model.version, *named])
+            if self.model.versions[name].field_histograms
+        ]
+        if fields and not self.histograms.lead_fields:
+            raise ValueError(
+                f"{', '.join(fields)} read per-field histograms, which need "
+                "histograms.lead_fields (e.g. --set 'histograms.lead_fields=[title]')"
+            )
         return self
 
     def path(self, relative: str) -> str:

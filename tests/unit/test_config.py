@@ -145,6 +145,12 @@ def test_lead_fields_must_lead_the_document_fields():
         load_config("local", ["histograms.lead_fields=[keywords]"], CONF)
 
 
+def test_field_histograms_need_lead_fields():
+    with pytest.raises(ConfigError, match=r"v9 read per-field histograms, which need"):
+        load_config("local", ["model.version=v9"], CONF)
+    assert load_config("local", ["model.version=v9", "histograms.lead_fields=[title]"], CONF)
+
+
 def test_field_histograms_are_drmm_only():
     with pytest.raises(ConfigError, match=r"field_histograms needs architecture drmm"):
         load_config("local", ["model.versions.v6.field_histograms=true"], CONF)

@@ -72,13 +72,18 @@ def document_tokens(jobs: DataFrame, histograms: HistogramsConfig) -> DataFrame:
     return jobs.select(
         "job_id",
         F.slice(joined(histograms.doc_fields), 1, histograms.doc_max_terms).alias("doc_tokens"),
-        (F.least(F.size(joined(lead)), F.lit(histograms.doc_max_terms)) if lead else F.lit(0))
+        (
+            F.least(F.greatest(F.size(joined(lead)), F.lit(0)), F.lit(histograms.doc_max_terms))
+            if lead
+            else F.lit(None)
+        )
         .cast("int")
         .alias(LEAD_LENGTH),
     )
 
 
-# How many of a document's first tokens are its lead fields' (`document_tokens`).
+# How many of a document's first tokens are its lead fields' (`document_tokens`); null in
+# every row without `histograms.lead_fields`: then no `lead_hist` is computed (it is empty).
 LEAD_LENGTH = "lead_len"
 
 
@@ -118,30 +123,36 @@ def document_features(
     query: QueryFeatures,
     documents: Sequence[Iterable[str]],
     bins: int,
-    lead_lengths: Sequence[int],
+    lead_lengths: Sequence[int] | None = None,
 ) -> dict[str, list[Any]]:
     """Columns `doc_len`, `hist` (counts, flattened, int16), `lead_hist` (the counts of the
-    first `lead_lengths` terms alone: the lead fields' matches), `unigrams`, `bigrams` of
-    each document against one query: one matrix product for all of them."""
+    first `lead_lengths` terms alone: the lead fields' matches; empty without
+    `lead_lengths`), `unigrams`, `bigrams` of each document against one query: one matrix
+    product for all of them."""
     words = [list(d) for d in documents]
     lengths = np.array([len(d) for d in words], dtype=np.int64)
-    lead = np.minimum(np.asarray(lead_lengths, dtype=np.int64).reshape(-1), lengths)
     everything = vocabulary.ids([w for d in words for w in d])
     distinct, word_of = vocabulary.distinct(everything)
-    # Each document as two: its lead terms, then the rest; `hist` is their sum.
+    # With lead lengths, each document is counted as two, its lead terms then the rest, and
+    # `hist` is their sum.
+    split = lead_lengths is not None
+    lead = np.minimum(np.asarray(lead_lengths, dtype=np.int64).reshape(-1), lengths) if split else 0
     parts = histogram_counts(
         query.vectors,
         query.ids,
         vocabulary.unit_vectors(distinct),
         distinct,
-        np.stack([lead, lengths - lead], axis=1).ravel(),
+        np.stack([lead, lengths - lead], axis=1).ravel() if split else lengths,
         bins,
         word_of=word_of,
-    ).reshape(len(words), 2, len(query.ids), bins + 1)
+    ).reshape(len(words), 2 if split else 1, len(query.ids), bins + 1)
+    no_lead = np.zeros(0, dtype=np.int16)
     return {
         "doc_len": lengths.tolist(),
         "hist": [row.ravel().astype(np.int16) for row in parts.sum(axis=1)],
-        "lead_hist": [row.ravel().astype(np.int16) for row in parts[:, 0]],
+        "lead_hist": [row.ravel().astype(np.int16) for row in parts[:, 0]]
+        if split
+        else [no_lead] * len(words),
         "unigrams": shared_unigrams(query.ids, everything, lengths).tolist(),
         "bigrams": shared_bigrams(query.ids, everything, lengths).tolist(),
     }
@@ -155,6 +166,7 @@ def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.D
     columns: dict[str, list[Any]] = {"query_idf": []}
     columns |= {name: [] for name in DOCUMENT_FEATURES}
     groups = list(frame.groupby("candidate_id", sort=False).indices.values())
+    no_lead = bool(frame[LEAD_LENGTH].isna().all())  # no `histograms.lead_fields`
     for rows in groups:
         query = query_features(vocabulary, frame["query_terms"].iat[rows[0]])
         features = document_features(
@@ -162,7 +174,7 @@ def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.D
             query,
             frame["doc_tokens"].iloc[rows].tolist(),
             bins,
-            frame[LEAD_LENGTH].iloc[rows].to_numpy(),
+            None if no_lead else frame[LEAD_LENGTH].iloc[rows].to_numpy(),
         )
         columns["query_idf"] += [query.idf] * len(rows)
         for name in DOCUMENT_FEATURES:

@@ -160,3 +160,10 @@ def test_lead_histograms_count_the_lead_terms_alone(vocabulary):
                 unit, query_words, vocabulary.unit_vectors(vocabulary.ids(text)), text
             )
             np.testing.assert_array_equal(stored.reshape(len(query_words), BINS + 1), expected)
+    # without lead lengths (no `histograms.lead_fields`): the same `hist`, no `lead_hist`
+    plain = document_features(vocabulary, query_features(vocabulary, query_words), documents, BINS)
+    for whole, alone, lead_hist in zip(
+        features["hist"], plain["hist"], plain["lead_hist"], strict=True
+    ):
+        np.testing.assert_array_equal(whole, alone)
+        assert lead_hist.size == 0
