@@ -160,7 +160,10 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
 
-    config = load_config("local", [f"model.version={args.version}"], None)
+    # the lead fields as in conf/base.yaml, which v9 needs and the demo's overlay turns off
+    config = load_config(
+        "local", [f"model.version={args.version}", "histograms.lead_fields=[title]"], None
+    )
     path = args.vectors or synthetic_vectors(
         20_000, config.embeddings.vector_size, "/tmp/jobrec-bench-vectors.kv"
     )
