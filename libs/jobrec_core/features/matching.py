@@ -137,7 +137,7 @@ def document_features(
     # `hist` is their sum.
     split = lead_lengths is not None
     lead = np.minimum(np.asarray(lead_lengths, dtype=np.int64).reshape(-1), lengths) if split else 0
-    parts = histogram_counts(
+    counts = histogram_counts(
         query.vectors,
         query.ids,
         vocabulary.unit_vectors(distinct),
@@ -145,14 +145,16 @@ def document_features(
         np.stack([lead, lengths - lead], axis=1).ravel() if split else lengths,
         bins,
         word_of=word_of,
-    ).reshape(len(words), 2 if split else 1, len(query.ids), bins + 1)
-    no_lead = np.zeros(0, dtype=np.int16)
+    )
+    lead_hist = [np.zeros(0, dtype=np.int16)] * len(words)
+    if split:
+        parts = counts.reshape(len(words), 2, *counts.shape[1:])
+        lead_hist = [row.ravel().astype(np.int16) for row in parts[:, 0]]
+        counts = parts.sum(axis=1)
     return {
         "doc_len": lengths.tolist(),
-        "hist": [row.ravel().astype(np.int16) for row in parts.sum(axis=1)],
-        "lead_hist": [row.ravel().astype(np.int16) for row in parts[:, 0]]
-        if split
-        else [no_lead] * len(words),
+        "hist": [row.ravel().astype(np.int16) for row in counts],
+        "lead_hist": lead_hist,
         "unigrams": shared_unigrams(query.ids, everything, lengths).tolist(),
         "bigrams": shared_bigrams(query.ids, everything, lengths).tolist(),
     }

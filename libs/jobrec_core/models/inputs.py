@@ -125,13 +125,14 @@ def document_inputs(
     counts, _ = pad_queries(columns[f"{prefix}hist"], np.int16, spec.bins + 1)
     lengths = columns[f"{prefix}doc_len"]
     variant: Variant = spec.histogram  # type: ignore[assignment]
-    hist = transform(counts, lengths, variant)
     if spec.field_histograms:  # the lead fields' matches, then the others'
         lead, _ = pad_queries(columns[f"{prefix}{LEAD_HIST}"], np.int16, spec.bins + 1)
         hist = np.concatenate(
             [transform(lead, lengths, variant), transform(counts - lead, lengths, variant)],
             axis=2,
         )
+    else:
+        hist = transform(counts, lengths, variant)
     extras = np.zeros((len(mask), len(spec.extras)), dtype=np.float32)
     for position, name in enumerate(spec.extras):
         extras[:, position] = columns[f"{prefix}{name}"]

@@ -39,7 +39,11 @@ def interpolate(query: np.ndarray, score: np.ndarray, bm25: np.ndarray, alpha: f
     """`alpha * z(score) + (1 - alpha) * z(bm25)`, z within each query."""
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha must be in [0, 1], not {alpha}")
-    return alpha * zscores(query, score) + (1.0 - alpha) * zscores(query, bm25)
+    return _mixed(alpha, zscores(query, score), zscores(query, bm25))
+
+
+def _mixed(alpha: float, model_z: np.ndarray, bm25_z: np.ndarray) -> np.ndarray:
+    return alpha * model_z + (1.0 - alpha) * bm25_z
 
 
 def best_alpha(
@@ -63,8 +67,7 @@ def best_alpha(
     model_z, bm25_z = zscores(query, score), zscores(query, bm25)  # once, not per alpha
     reciprocal = {}
     for alpha in grid:
-        mixed = alpha * model_z + (1.0 - alpha) * bm25_z  # `interpolate`, standardised already
-        ranked = rank_within_queries(query, mixed, label, document)
+        ranked = rank_within_queries(query, _mixed(alpha, model_z, bm25_z), label, document)
         reciprocal[alpha] = reciprocal_rank(ranked, len(query))
     mrr = {alpha: float(ranks.mean()) for alpha, ranks in reciprocal.items()}
     top = max(mrr.values())
