@@ -1,6 +1,8 @@
-"""Indexing speed: the ES-Hadoop connector from Spark vs the Python client's `parallel_bulk`.
+"""Indexing speed: the ES-Hadoop connector from Spark vs the Python client's `parallel_bulk`,
+and the connector with each job's vector (`doc_vector`, dense retrieval) vs without.
 
     .venv/bin/python benchmarks/index.py --root /tmp/jobrec-bench --preset seed
+    .venv/bin/python benchmarks/index.py --root .jobrec --preset demo --vectors --skip-client
 
 Both paths index the same documents (the preset's jobs, cleaned as stage 2 indexes them) into
 a fresh index with the same definition, on the same local node, one after the other in one
@@ -11,6 +13,11 @@ the documents (tokenising, the JSON-lines file) is done once and not timed.
 
 Target (issue 5): the seed preset's 466,101 jobs in under a minute (~8k docs/s) on 2 cores,
 and the connector no slower than the client.
+
+With `--vectors` (the preset's embeddings must exist under `--root`), a third path is the
+stage with `indexing.vectors` on: the vectors are computed in Spark as the documents stream
+to the node (`indexing.documents.with_job_vectors`), so they are inside its write time, and
+the node builds the exact (`flat`) vector index. The other paths then index without vectors.
 """
 
 from __future__ import annotations
@@ -32,10 +39,12 @@ from jobrec_core.indexing.documents import (
     job_documents,
     new_index_name,
     serving_settings,
+    with_job_vectors,
 )
 from jobrec_core.indexing.stage import build_index
+from jobrec_core.platform import manifest
 from jobrec_core.platform.spark import get_spark
-from jobrec_core.platform.tables import read_delta, table_path
+from jobrec_core.platform.tables import local_path, read_delta, table_path
 from jobrec_core.runtime import setup_logging
 from jobrec_core.search.connection import (
     connector_options,
@@ -45,6 +54,7 @@ from jobrec_core.search.connection import (
 )
 from jobrec_core.search.local_node import LocalElasticsearch
 from jobrec_core.text.tokens import load_stopwords, tokenize_jobs
+from jobrec_core.text.vectors import broadcast_idf
 
 REPO = Path(__file__).resolve().parents[1]
 ALIAS = "bench_jobs"
@@ -117,7 +127,17 @@ def connector_path(
 ) -> tuple[float, int, float | None]:
     """The stage itself; (write seconds, documents indexed, whole stage seconds)."""
     started = time.perf_counter()
-    result = build_index(spark, config, client, options, spark.read.parquet(parquet), {})
+    documents = spark.read.parquet(parquet)
+    if config.indexing.vectors:
+        embeddings = manifest.current(config, "embeddings")
+        documents = with_job_vectors(
+            documents,
+            read_delta(spark, embeddings["jobs"]),
+            config,
+            local_path(embeddings["vectors"]),
+            broadcast_idf(spark, embeddings),
+        )
+    result = build_index(spark, config, client, options, documents, {})
     return result.write_seconds, result.indexed, time.perf_counter() - started
 
 
@@ -175,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--skip-client", action="store_true", help="only the connector path")
     parser.add_argument("--rounds", type=int, default=2, help="rounds, in alternating order")
+    parser.add_argument(
+        "--vectors", action="store_true", help="also the connector with each job's doc_vector"
+    )
     args = parser.parse_args(argv)
     setup_logging()
     root = Path(args.root)
@@ -186,8 +209,10 @@ def main(argv: list[str] | None = None) -> int:
         "elasticsearch.keep_versions=1",
         *([f"elasticsearch.local.heap={args.heap}"] if args.heap else []),
         *args.overrides,
+        "indexing.vectors=false",
     ]
     config = load_config("local", overrides, REPO / "conf")
+    with_vectors = load_config("local", [*overrides, "indexing.vectors=true"], REPO / "conf")
     node = LocalElasticsearch(config.elasticsearch.local)
     state = node.start()
     meter = CpuMeter(state.pid)
@@ -205,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
                 spark, config, client, connector_options(connection), parquet
             ),
         }
+        if args.vectors:
+            paths["connector + doc_vector"] = lambda: connector_path(
+                spark, with_vectors, client, connector_options(connection), parquet
+            )
         if not args.skip_client:
             paths[f"parallel_bulk, {threads} threads"] = lambda: python_client_path(
                 config, client, lines, threads

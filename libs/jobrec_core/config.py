@@ -91,6 +91,9 @@ class IndexingConfig(_Section):
     write_attempts: int = Field(ge=1)
     attempt_backoff_s: float = Field(ge=0)
     health_timeout_s: float = Field(gt=0)
+    # Each job's TF-IDF-weighted word2vec centroid as a `dense_vector` (dense and hybrid
+    # retrieval, `search.dense`), from the embeddings the jobs were tokenised with.
+    vectors: bool = True
 
 
 class MlflowConfig(_Section):
@@ -200,6 +203,10 @@ class RetrievalConfig(_Section):
     timeout_s: float = Field(gt=0)
     max_retries: int = Field(ge=0)
     backoff_s: float = Field(ge=0)
+    # What fills the pool a re-ranker sees (`search.dense`): the paper's BM25 query, the kNN
+    # of the candidate's profile vector, or both fused by reciprocal rank (constant `rrf_k`).
+    retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
+    rrf_k: int = Field(default=60, gt=0)
 
 
 class HistogramsConfig(_Section):
@@ -314,6 +321,10 @@ class EvaluationConfig(_Section):
     curve_model: str  # the configuration the learning curve trains
     held_out_candidates: int = Field(ge=0)
     bootstrap_resamples: int = Field(ge=100)
+    # Experiment 5: the ground truth's candidates through each retriever's pool, in its own
+    # order and re-ranked by the champion (bm25 is the reference); fewer than two: skipped.
+    retrievers: list[Literal["bm25", "dense", "hybrid"]] = []
+    retriever_candidates: int = Field(default=5000, ge=0)  # for each of its two parts
 
 
 class QualityConfig(_Section):

@@ -89,6 +89,14 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
     if report.agreement is not None:
         values["held_out.agreement.spearman"] = report.agreement.spearman
         values["held_out.agreement.kendall"] = report.agreement.kendall
+    if report.retrievers is not None:
+        for pool in report.retrievers.pools:
+            values[f"retrievers.{pool.retriever}.recall"] = pool.recall.mean
+            values[f"retrievers.{pool.retriever}.ceiling_p_at_{report.k}"] = pool.ceiling.mean
+        for pipeline in report.retrievers.pipelines:
+            key = f"retrievers.{_key(pipeline.name.replace(' >> ', '_'))}"
+            values[f"{key}.p_at_{report.k}"] = pipeline.precision.mean
+            values[f"{key}.ndcg_at_{report.k}"] = pipeline.ndcg.mean
     return values
 
 

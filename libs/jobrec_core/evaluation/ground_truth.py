@@ -169,3 +169,36 @@ def ceiling(ranked: Ranked, k: int, resamples: int, seed: int) -> Interval:
     """The best possible P@k inside each candidate's pool: min(k, relevant jobs in it) / k."""
     relevant = np.add.reduceat((ranked.label > 0).astype(np.float64), ranked.starts)
     return bootstrap_mean(np.minimum(relevant, k) / k, resamples, seed)
+
+
+def relevant_totals(queries: DataFrame, jobs: DataFrame, truth: DataFrame) -> DataFrame:
+    """Queries (`candidate_id, own_job_ids`) -> `candidate_id, relevant`: how many jobs of
+    the whole collection are relevant to the candidate (label above 0), their own jobs left
+    out: the denominator of a pool's recall."""
+    interests = truth.select(
+        "candidate_id", F.explode("occupation_relevance").alias("occupation_code", "relevance")
+    ).where(F.col("relevance") > 0)
+    occupations = jobs.where(F.col("occupation_code").isNotNull()).select(
+        "job_id", "occupation_code"
+    )
+    in_collection = (
+        interests.join(occupations.groupBy("occupation_code").count(), "occupation_code")
+        .groupBy("candidate_id")
+        .agg(F.sum("count").alias("total"))
+    )
+    own_relevant = (
+        queries.select("candidate_id", F.explode(F.array_distinct("own_job_ids")).alias("job_id"))
+        .join(occupations, "job_id")
+        .join(interests, ["candidate_id", "occupation_code"])
+        .groupBy("candidate_id")
+        .agg(F.count("*").alias("own"))
+    )
+    return (
+        queries.select("candidate_id")
+        .join(in_collection, "candidate_id", "left")
+        .join(own_relevant, "candidate_id", "left")
+        .select(
+            "candidate_id",
+            (F.coalesce("total", F.lit(0)) - F.coalesce("own", F.lit(0))).alias("relevant"),
+        )
+    )

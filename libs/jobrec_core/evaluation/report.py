@@ -16,6 +16,7 @@ from jobrec_core.evaluation.ground_truth import (
 )
 from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
+from jobrec_core.evaluation.retrievers import RetrieverComparison
 from jobrec_core.ranking.scorers import PROFILE_BASELINE
 from jobrec_core.ranking.statistics import Interval, PairedDifference
 
@@ -36,6 +37,7 @@ class EvaluationReport:
     held_out: list[HeldOutRow] = field(default_factory=list)
     held_out_found: float = float("nan")  # share of held-out jobs in the pool at all
     agreement: Agreement | None = None  # held-out MRR against ground-truth P@k, across rankers
+    retrievers: RetrieverComparison | None = None  # experiment 5: pools and whole pipelines
 
     def format(self) -> str:
         """The tables, ours next to the paper's."""
@@ -79,7 +81,52 @@ class EvaluationReport:
             lines += ["", *self._ground_truth_lines()]
         if self.held_out:
             lines += ["", *self._held_out_lines()]
+        if self.retrievers is not None:
+            lines += ["", *self._retriever_lines(self.retrievers)]
         return "\n".join(lines)
+
+    def _retriever_lines(self, compared: RetrieverComparison) -> list[str]:
+        k = self.k
+        lines = [
+            f"5. Retrievers: {compared.candidates:,} ground-truth candidates and "
+            f"{compared.held_out_candidates:,} held-out-interest queries, each retriever's pool "
+            "(at most 100 jobs, own jobs left out) in its own order and re-ranked by the champion",
+            f"  {'pool':<10}{'recall':>8}{'95% CI':>16}{f'ceiling P@{k}':>15}"
+            f"{'vs bm25':>10}{'95% CI':>18}{'p':>9}{'held-out found':>16}",
+        ]
+        for pool in compared.pools:
+            d = pool.versus_bm25
+            versus = (
+                f"{d.mean:>+10.3f}{_interval(d.low, d.high, '+.3f'):>18}{pool.p_holm:>9.4f}"
+                if d is not None
+                else f"{'':>37}"
+            )
+            lines.append(
+                f"  {pool.retriever:<10}{pool.recall.mean:>8.3f}"
+                f"{_interval(pool.recall.low, pool.recall.high):>16}{pool.ceiling.mean:>15.3f}"
+                f"{versus}{pool.held_out_found:>16.3f}"
+            )
+        lines += [
+            f"  Pipelines: ground truth (P@{k}, nDCG@{k}) and held-out MRR, each paired per "
+            f"candidate against {compared.reference} (Holm-corrected)",
+            f"  {'pipeline':<20}{f'P@{k}':>7}{'95% CI':>16}{f'nDCG@{k}':>9}"
+            f"{f'P@{k} diff':>11}{'95% CI':>18}{'p':>8}{'MRR':>7}{'MRR diff':>10}{'95% CI':>18}"
+            f"{'p':>8}",
+        ]
+        for row in compared.pipelines:
+            line = (
+                f"  {row.name:<20}{row.precision.mean:>7.3f}"
+                f"{_interval(row.precision.low, row.precision.high):>16}{row.ndcg.mean:>9.3f}"
+                f"{_difference(row.versus_reference, row.p_holm, 11, 8)}"
+            )
+            if row.held_out_mrr is not None:
+                line += f"{row.held_out_mrr.mean:>7.3f}"
+                line += _difference(row.held_out_versus, row.held_out_p_holm, 10, 8)
+            lines.append(line.rstrip())
+        selected = compared.selected
+        if selected is not None:
+            lines.append(f"  selected by held-out MRR: {selected.name}")
+        return lines
 
     def _ground_truth_lines(self) -> list[str]:
         k = self.k
@@ -194,6 +241,13 @@ def _paired_line(ranker: str, difference: PairedDifference | None, p_holm: float
         f"  {ranker:<10}{d.mean:>+12.3f}{_interval(d.low, d.high, '+.3f'):>18}"
         f"{p_holm:>9.4f}{d.wins:>7,}{d.ties:>7,}{d.losses:>8,}"
     )
+
+
+def _difference(d: PairedDifference | None, p: float, width: int, p_width: int) -> str:
+    """A paired difference's columns (mean, CI, p); blanks for the reference itself."""
+    if d is None:
+        return " " * (width + 18 + p_width)
+    return f"{d.mean:>+{width}.3f}{_interval(d.low, d.high, '+.3f'):>18}{p:>{p_width}.4f}"
 
 
 def _interval(low: float, high: float, spec: str = ".3f") -> str:

@@ -1,4 +1,4 @@
-"""Stage 5a: does the re-ranker recommend better jobs than BM25 alone? Four experiments
+"""Stage 5a: does the re-ranker recommend better jobs than BM25 alone? Five experiments
 (the first three after the paper §7-8).
 
 1. **The paper's protocol** on the test splits (`evaluation.protocols`), for BM25's own order,
@@ -17,6 +17,10 @@
    out, the query built from their other jobs, through the same pipeline; where each ranker
    puts the held-out job. It needs no ground truth, so it exists on real data; its agreement
    with the ground truth across rankers is reported.
+5. **Retrievers** (`evaluation.retrievers`): BM25's, the dense and the hybrid pools
+   (`search.dense`) for the same candidates, each in its own order and re-ranked by the
+   champion; recall of the pool, P@k and nDCG@k against the ground truth, and the held-out
+   interest that would select among them. Experiments 3 and 4's BM25 pools are reused.
 
 This module alone reads and writes tables here; only the scores come back to the driver,
 where the metrics are numpy (`ranking.metrics`).
@@ -26,10 +30,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import reduce
 from typing import cast
 
+import numpy as np
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,6 +45,7 @@ from jobrec_core.evaluation.ground_truth import (
     GroundTruth,
     GroundTruthRow,
     ground_truth,
+    relevant_totals,
     with_relevance,
 )
 from jobrec_core.evaluation.held_out import (
@@ -50,8 +56,15 @@ from jobrec_core.evaluation.held_out import (
 )
 from jobrec_core.evaluation.protocols import BM25, paper_protocol, triple_documents
 from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.evaluation.retrievers import (
+    BM25_RETRIEVER,
+    JudgedPool,
+    RetrieverComparison,
+    compare_retrievers,
+    judged_pool,
+)
 from jobrec_core.models.model_io import load_model
-from jobrec_core.models.registry import model_entry, model_of
+from jobrec_core.models.registry import load_champion, model_entry, model_of
 from jobrec_core.platform import manifest
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import (
@@ -72,8 +85,16 @@ from jobrec_core.ranking.factory import (
     ranking_inputs,
 )
 from jobrec_core.ranking.pipeline import ScoreColumns
-from jobrec_core.ranking.scorers import PROFILE_BASELINE, Scorer, drmm_scorer
+from jobrec_core.ranking.scorers import (
+    PROFILE_BASELINE,
+    RETRIEVAL_ORDER,
+    RetrievalOrderScorer,
+    Scorer,
+    drmm_scorer,
+    score_column_of,
+)
 from jobrec_core.search.bm25 import RetrievalCheckpoint
+from jobrec_core.search.dense import Retriever
 
 log = logging.getLogger(__name__)
 
@@ -239,11 +260,13 @@ def _scored_pools(
     queries: DataFrame,
     name: str,
     label: Callable[[DataFrame], DataFrame],
+    retriever: Retriever = BM25_RETRIEVER,
 ) -> pd.DataFrame:
-    """The recommendation pipeline's pools for `queries` (searches kept in `silver/<name>`),
-    every ranker's score, then `label(scored)`'s judgement, on the driver."""
+    """`retriever`'s pools for `queries` (searches kept in `silver/<name>`; BM25's, the
+    paper's pipeline, unless asked), every ranker's score, then `label(scored)`'s
+    judgement, on the driver."""
     checkpoint = RetrievalCheckpoint(config, table_path(config, "silver", name), QUARANTINE_SOURCE)
-    pipeline = featured_pool(config, inputs, checkpoint) >> ScoreColumns(
+    pipeline = featured_pool(config, inputs, checkpoint, retriever) >> ScoreColumns(
         rankers, keep=["candidate_id", "job_id"]
     )
     scored = pipeline.transform_spark(queries)
@@ -263,9 +286,10 @@ def run_ground_truth(
     inputs: RankingInputs,
     rankers: list[Scorer],
     curve: Sequence[Scorer] = (),
-) -> tuple[GroundTruth, GroundTruth | None] | None:
-    """(the rankers' ground truth, the learning curve's models' against the first ranker):
-    all scored in one pass; each table's statistics over its own rankers only."""
+) -> tuple[GroundTruth, GroundTruth | None, pd.DataFrame] | None:
+    """(the rankers' ground truth, the learning curve's models' against the first ranker, the
+    labelled scores): all scored in one pass; each table's statistics over its own rankers
+    only."""
     count = config.evaluation.ground_truth_candidates
     truth_path = RawLocations.of(config).ground_truth
     if count <= 0 or not is_delta_table(spark, truth_path):
@@ -295,7 +319,7 @@ def run_ground_truth(
 
     curve_names = [scorer.name for scorer in curve]
     measured = judged(names, PROFILE_BASELINE)
-    return measured, judged([names[0], *curve_names]) if curve_names else None
+    return measured, judged([names[0], *curve_names]) if curve_names else None, labelled
 
 
 # --- 4. held-out interest -----------------------------------------------------------------------
@@ -303,9 +327,9 @@ def run_ground_truth(
 
 def run_held_out(
     spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, rankers: list[Scorer]
-) -> HeldOut | None:
+) -> tuple[HeldOut, pd.DataFrame] | None:
     """Held-out candidates' highest-scored job held out, the rest as the query
-    (`evaluation.held_out`); no ground truth read."""
+    (`evaluation.held_out`); no ground truth read. With the labelled scores."""
     settings = config.evaluation
     if settings.held_out_candidates <= 0:
         return None
@@ -321,7 +345,7 @@ def run_held_out(
         lambda scored: with_held_out_label(scored, queries),
     )
     queries.unpersist()
-    return held_out_interest(
+    measured = held_out_interest(
         labelled,
         [scorer.name for scorer in rankers],
         settings.k,
@@ -329,6 +353,150 @@ def run_held_out(
         settings.bootstrap_resamples,
         config.run.seed,
     )
+    return measured, labelled
+
+
+# --- 5. retrievers -------------------------------------------------------------------------------
+
+
+def champion_scorer(
+    spark: SparkSession, config: JobrecConfig, models: dict[str, str]
+) -> Scorer | None:
+    """The registry's champion as a ranker, named after its configuration when it is one
+    of the evaluated models; None (with a warning) when there is no champion yet."""
+    try:
+        champion = load_champion(config)
+    except LookupError as error:
+        log.warning("evaluation 5/5: skipped: %s", error)
+        return None
+    name = next(
+        (ranker for ranker, version in models.items() if version == str(champion.version)),
+        f"{champion.name} v{champion.version}",
+    )
+    return drmm_scorer(spark, name, champion.model)
+
+
+@dataclass(frozen=True)
+class ScoredPools:
+    """Experiments 3 and 4's BM25 pools, labelled and scored (None: not run): experiment 5
+    reuses them for its BM25 rows when they hold its candidates and rankers."""
+
+    ground_truth: pd.DataFrame | None = None
+    ground_truth_candidates: int = 0
+    held_out: pd.DataFrame | None = None
+    held_out_candidates: int = 0
+
+
+def run_retrievers(
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    champion: Scorer,
+    scored: ScoredPools,
+) -> RetrieverComparison | None:
+    """`evaluation.retriever_candidates` ground-truth candidates and as many held-out-interest
+    queries through each of `evaluation.retrievers`' pools, in the pool's own order and
+    re-ranked by `champion` (`evaluation.retrievers`)."""
+    settings = config.evaluation
+    count = settings.retriever_candidates
+    truth_path = RawLocations.of(config).ground_truth
+    if count <= 0 or not is_delta_table(spark, truth_path):
+        return None
+    rankers = [RetrievalOrderScorer(), champion]
+    candidates = held_out_candidates(spark, config, count)
+    truth = read_delta(spark, truth_path)
+    queries = queries_of(config, inputs, candidates).cache()
+    totals = _collect(relevant_totals(queries, inputs.jobs, truth)).sort_values("candidate_id")
+    judged = _judged_pools(
+        spark,
+        config,
+        inputs,
+        rankers,
+        queries,
+        totals["candidate_id"].to_numpy(),
+        "ground_truth",
+        lambda frame: with_relevance(frame, inputs.jobs, truth),
+        (scored.ground_truth, scored.ground_truth_candidates),
+    )
+    queries.unpersist()
+    held_out_queries = queries_of(config, inputs, candidates, hold_out=True).cache()
+    held_out = _judged_pools(
+        spark,
+        config,
+        inputs,
+        rankers,
+        held_out_queries,
+        np.sort(_collect(held_out_queries.select("candidate_id"))["candidate_id"]),
+        "held_out",
+        lambda frame: with_held_out_label(frame, held_out_queries),
+        (scored.held_out, scored.held_out_candidates),
+    )
+    held_out_queries.unpersist()
+    return compare_retrievers(
+        judged,
+        champion.name,
+        totals["relevant"].to_numpy(dtype=np.float64),
+        settings.k,
+        settings.bootstrap_resamples,
+        config.run.seed,
+        held_out,
+        config.retrieval.top_k,
+    )
+
+
+def _judged_pools(
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    rankers: list[Scorer],
+    queries: DataFrame,
+    ids: np.ndarray,
+    experiment: str,
+    label: Callable[[DataFrame], DataFrame],
+    earlier: tuple[pd.DataFrame | None, int],
+) -> dict[str, JudgedPool]:
+    """Every retriever's pool of `queries` (searches kept in `silver/retrievers/`), scored by
+    `rankers`, labelled by `label` and judged for the candidates `ids`; BM25's taken from
+    `earlier` (an earlier experiment's labelled pools, and how many candidates they hold)
+    when it has them."""
+    names = [r.name for r in rankers]
+    pools: dict[str, JudgedPool] = {}
+    retrievers: list[Retriever] = [BM25_RETRIEVER]
+    retrievers += [r for r in config.evaluation.retrievers if r != BM25_RETRIEVER]
+    for retriever in retrievers:
+        log.info("evaluation 5/5: the %s pool, %s", retriever, experiment.replace("_", " "))
+        found = _reused(*earlier, config.evaluation.retriever_candidates, retriever, names)
+        if found is None:
+            found = _scored_pools(
+                spark,
+                config,
+                inputs,
+                rankers,
+                queries,
+                f"retrievers/{experiment}_{retriever}",
+                label,
+                retriever,
+            )
+        pools[retriever] = judged_pool(found, names, ids)
+    return pools
+
+
+def _reused(
+    frame: pd.DataFrame | None,
+    measured: int,
+    wanted: int,
+    retriever: Retriever,
+    rankers: list[str],
+) -> pd.DataFrame | None:
+    """An earlier experiment's BM25 pools as experiment 5's, its retrieval order BM25's own,
+    when it scored `rankers` for at least the `wanted` candidates (the judged pool keeps only
+    those: the seeded sample's first ones)."""
+    needed = [score_column_of(BM25), *(score_column_of(n) for n in rankers[1:])]
+    if retriever != BM25_RETRIEVER or frame is None or measured < wanted:
+        return None
+    if any(column not in frame for column in needed):
+        return None
+    return frame.assign(**{score_column_of(RETRIEVAL_ORDER): frame[needed[0]]})
 
 
 # --- the stage ----------------------------------------------------------------------------------
@@ -337,7 +505,7 @@ def run_held_out(
 def run_evaluation(
     spark: SparkSession, config: JobrecConfig, trainer: CurveTrainer | None = None
 ) -> EvaluationReport:
-    """The four experiments (see the module); the learning curve runs when
+    """The five experiments (see the module); the learning curve runs when
     `evaluation.learning_curve` is on and a `trainer` is given."""
     inputs = ranking_inputs(spark, config)
     models, skipped = current_models(spark, config)
@@ -349,13 +517,13 @@ def run_evaluation(
     # BM25's row of the paper's table is its own order of the MAP sets, not a score column.
     rerankers = [scorer for scorer in baselines if scorer.name != BM25] + drmm
     log.info(
-        "evaluation 1/4: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
+        "evaluation 1/5: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
     )
     report.protocol, queries = run_paper_protocol(spark, config, rerankers, inputs.tokens)
     report.queries |= queries
     curve: list[Scorer] = []
     if config.evaluation.learning_curve and trainer is not None:
-        log.info("evaluation 2/4: learning curve")
+        log.info("evaluation 2/5: learning curve")
         trained = run_learning_curve(spark, config, trainer)
         report.curve = [point for point, _ in trained]
         report.curve_model = f"DRMM {config.evaluation.curve_model}"
@@ -363,10 +531,16 @@ def run_evaluation(
             drmm_scorer(spark, f"curve {point.candidates}", load_model(model_file))
             for point, model_file in trained
         ]
-    log.info("evaluation 3/4: ground truth")
+    log.info("evaluation 3/5: ground truth")
+    scored = ScoredPools()
     judged = run_ground_truth(spark, config, inputs, [*baselines, *drmm], curve)
     if judged is not None:
-        measured, on_curve = judged
+        measured, on_curve, labelled = judged
+        scored = replace(
+            scored,
+            ground_truth=labelled,
+            ground_truth_candidates=config.evaluation.ground_truth_candidates,
+        )
         if on_curve is not None:
             report.curve = with_ground_truth(report.curve, on_curve.rows[1:])
         report.ground_truth, report.ceiling = measured.rows, measured.ceiling
@@ -374,10 +548,19 @@ def run_evaluation(
         report.real_ad_slice = measured.real_ad_rows
         report.queries["ground_truth"] = measured.candidates
         report.queries["ground_truth_real_ads"] = measured.real_ad_candidates
-    log.info("evaluation 4/4: held-out interest")
-    held_out = run_held_out(spark, config, inputs, [*baselines, *drmm])
-    if held_out is not None:
+    log.info("evaluation 4/5: held-out interest")
+    measured_held_out = run_held_out(spark, config, inputs, [*baselines, *drmm])
+    if measured_held_out is not None:
+        held_out, labelled = measured_held_out
+        scored = replace(
+            scored, held_out=labelled, held_out_candidates=config.evaluation.held_out_candidates
+        )
         report.held_out, report.held_out_found = held_out.rows, held_out.found
         report.queries["held_out"] = held_out.candidates
         report.agreement = agreement(held_out, report.ground_truth)
+    if len(config.evaluation.retrievers) > 1:
+        log.info("evaluation 5/5: retrievers (%s)", ", ".join(config.evaluation.retrievers))
+        champion = champion_scorer(spark, config, models)
+        if champion is not None:
+            report.retrievers = run_retrievers(spark, config, inputs, champion, scored)
     return report

@@ -27,6 +27,8 @@ word, job or neighbour; :func:`with_profile_features` runs it per candidate in S
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -171,17 +173,15 @@ def coherence_weights(own_units: sparse.csr_matrix) -> np.ndarray:
     return np.clip(cosines.sum(axis=1) / (count - 1), COHERENCE_FLOOR, None) ** 2
 
 
-def text_similarities(
-    vocabulary: Vocabulary, own_texts: list[np.ndarray], pool_texts: list[np.ndarray]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(`profile_tfidf`, `profile_w2v`) of each pool text against the own texts' profile
-    (their mean, weighted by :func:`coherence_weights`), and those weights: all texts'
-    TF-IDF vectors in one sparse matrix over the words they use, one product for each."""
-    if not pool_texts or not own_texts:
-        empty = np.zeros(len(pool_texts), dtype=np.float32)
-        return empty, empty.copy(), np.ones(len(own_texts))
-    texts = [*own_texts, *pool_texts]
+def tfidf_units(
+    vocabulary: Vocabulary, texts: list[np.ndarray]
+) -> tuple[sparse.csr_matrix, np.ndarray]:
+    """(each text's unit TF-IDF vector, sublinear term frequency, as the rows of one sparse
+    matrix over the words the texts use; those words' ids). One matrix for all texts, no
+    loop per word; an empty text is a zero row."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    if not lengths.sum():
+        return sparse.csr_matrix((len(texts), 0)), np.zeros(0, dtype=np.int64)
     ids = vocabulary.ids(np.concatenate([np.asarray(t, dtype=object) for t in texts]))
     distinct, word_of = vocabulary.distinct(ids)
     counts = sparse.csr_matrix(
@@ -191,7 +191,46 @@ def text_similarities(
     counts.sum_duplicates()
     counts.data = 1.0 + np.log(counts.data)  # sublinear term frequency
     weights = sparse.csr_matrix(counts.multiply(vocabulary.idf_of(distinct)[None, :]))
-    unit = sparse.diags(1.0 / _norms(weights)) @ weights
+    return sparse.csr_matrix(sparse.diags(1.0 / _norms(weights)) @ weights), distinct
+
+
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return np.where(norms > 1e-12, matrix / np.maximum(norms, 1e-12), 0.0)
+
+
+def document_vectors(vocabulary: Vocabulary, texts: list[np.ndarray]) -> np.ndarray:
+    """Each text's TF-IDF-weighted word2vec centroid (seed 004's document vector), unit
+    length, float32; a zero row where no word has a vector. What the jobs index stores for
+    dense retrieval: its cosine with :func:`profile_vector` is `profile_w2v`."""
+    units, distinct = tfidf_units(vocabulary, texts)
+    centroids = units @ vocabulary.unit_vectors(distinct).astype(np.float64)
+    return _unit_rows(np.asarray(centroids)).astype(np.float32)
+
+
+def profile_vector(vocabulary: Vocabulary, own_texts: list[np.ndarray]) -> np.ndarray:
+    """The candidate's query vector for dense retrieval: the centroid of their own jobs'
+    profile (the TF-IDF vectors' mean weighted by :func:`coherence_weights`), unit length;
+    zeros when no own word has a vector. A pool job's `profile_w2v` is its cosine with this."""
+    units, distinct = tfidf_units(vocabulary, own_texts)
+    weights = coherence_weights(units)
+    if not len(own_texts) or not weights.sum():
+        return np.zeros(vocabulary.vectors.shape[1], dtype=np.float32)
+    profile = np.asarray(weights @ units).ravel() / weights.sum()
+    centroid = profile @ vocabulary.unit_vectors(distinct).astype(np.float64)
+    return _unit_rows(centroid).astype(np.float32)
+
+
+def text_similarities(
+    vocabulary: Vocabulary, own_texts: list[np.ndarray], pool_texts: list[np.ndarray]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(`profile_tfidf`, `profile_w2v`) of each pool text against the own texts' profile
+    (their mean, weighted by :func:`coherence_weights`), and those weights: all texts'
+    TF-IDF vectors in one sparse matrix over the words they use, one product for each."""
+    if not pool_texts or not own_texts:
+        empty = np.zeros(len(pool_texts), dtype=np.float32)
+        return empty, empty.copy(), np.ones(len(own_texts))
+    unit, distinct = tfidf_units(vocabulary, [*own_texts, *pool_texts])
     own = len(own_texts)
     own_weights = coherence_weights(unit[:own])
     profile = np.asarray(own_weights @ unit[:own]).ravel() / own_weights.sum()
@@ -295,3 +334,71 @@ def with_profile_features(
         return add_profile_features(rows, vocabulary)[columns]
 
     return map_groups_in_pandas(both, ["candidate_id"], run, schema)
+
+
+# --- vectors for dense retrieval --------------------------------------------------------------
+
+DOCUMENT_VECTOR = "doc_vector"
+QUERY_VECTOR = "query_vector"
+
+
+def _stored(vectors: np.ndarray) -> list[np.ndarray | None]:
+    """Vectors as column cells: a zero vector (no word with a vector) as null, since a
+    cosine with it is undefined (and the index refuses it)."""
+    return [vector if vector.any() else None for vector in vectors]
+
+
+def with_document_vectors(
+    documents: DataFrame, vectors_file: str, words_and_idf: WordsAndIdf
+) -> DataFrame:
+    """Rows with `doc_tokens` -> the same rows with `doc_vector` (:func:`document_vectors`),
+    one sparse product per Arrow batch."""
+    schema = ", ".join(
+        [
+            *(f"`{f.name}` {f.dataType.simpleString()}" for f in documents.schema.fields),
+            f"{DOCUMENT_VECTOR} ARRAY<FLOAT>",
+        ]
+    )
+
+    def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        vocabulary = idf_vocabulary(vectors_file, words_and_idf)
+        for frame in frames:
+            vectors = document_vectors(vocabulary, _arrays(frame["doc_tokens"], object))
+            yield frame.assign(**{DOCUMENT_VECTOR: _stored(vectors)})
+
+    return documents.mapInPandas(run, schema)
+
+
+def query_vector_frame(own: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
+    """Own-job rows (`candidate_id, job_id, doc_tokens`) of any number of candidates ->
+    `candidate_id, query_vector` (:func:`profile_vector`; null when zero). Each candidate's
+    jobs are taken in job-id order, so the sums, floats, never depend on how rows arrived."""
+    ordered = own.sort_values(["candidate_id", "job_id"], kind="stable")
+    candidates, vectors = [], []
+    for candidate, group in ordered.groupby("candidate_id", sort=True):
+        candidates.append(int(candidate))
+        vectors.append(profile_vector(vocabulary, _arrays(group["doc_tokens"], object)))
+    return pd.DataFrame(
+        {
+            "candidate_id": pd.Series(candidates, dtype="int64"),
+            QUERY_VECTOR: _stored(np.asarray(vectors, dtype=np.float32).reshape(len(vectors), -1)),
+        }
+    )
+
+
+def with_query_vectors(
+    queries: DataFrame, tokens: DataFrame, vectors_file: str, words_and_idf: WordsAndIdf
+) -> DataFrame:
+    """Queries (`candidate_id, own_job_ids`, any others) -> the same rows with
+    `query_vector`, the profile vector of the candidate's own jobs (null without one)."""
+    own = queries.select(
+        "candidate_id", F.explode(F.array_distinct("own_job_ids")).alias("job_id")
+    ).join(tokens.select("job_id", "doc_tokens"), "job_id")
+
+    def run(rows: pd.DataFrame) -> pd.DataFrame:
+        return query_vector_frame(rows, idf_vocabulary(vectors_file, words_and_idf))
+
+    vectors = map_groups_in_pandas(
+        own, ["candidate_id"], run, f"candidate_id LONG, {QUERY_VECTOR} ARRAY<FLOAT>"
+    )
+    return queries.join(vectors, "candidate_id", "left")

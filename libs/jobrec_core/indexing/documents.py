@@ -12,6 +12,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.config import IndexingConfig, JobrecConfig
+from jobrec_core.features.matching import WordsAndIdf, document_tokens
+from jobrec_core.features.profile import DOCUMENT_VECTOR, with_document_vectors
+from jobrec_core.search.dense import VECTOR_FIELD, vector_mapping
 from jobrec_core.text.tokens import tokens_column
 
 # The node's core analyzer (Unicode word boundaries, lowercase). On the cleaned tokens, which
@@ -44,6 +47,25 @@ def job_documents(tokenized_jobs: DataFrame, fields: list[str]) -> DataFrame:
     )
 
 
+def with_job_vectors(
+    documents: DataFrame,
+    tokenized_jobs: DataFrame,
+    config: JobrecConfig,
+    vectors_file: str,
+    words_and_idf: WordsAndIdf,
+) -> DataFrame:
+    """:func:`job_documents` rows with `doc_vector`: the TF-IDF-weighted word2vec centroid of
+    the text the features read (`histograms.doc_fields`), null when no word has a vector (the
+    field is then left out of the document)."""
+    tokens = document_tokens(tokenized_jobs, config.histograms).select(
+        F.col("job_id").cast("int").alias("job_id"), "doc_tokens"
+    )
+    vectors = with_document_vectors(tokens, vectors_file, words_and_idf).select(
+        "job_id", F.col(DOCUMENT_VECTOR).alias(VECTOR_FIELD)
+    )
+    return documents.join(vectors, "job_id", "left")
+
+
 def index_definition(config: JobrecConfig, meta: dict[str, Any]) -> dict[str, Any]:
     """Settings and mappings of a new version, in its build state (refresh off, no replicas).
 
@@ -70,6 +92,11 @@ def index_definition(config: JobrecConfig, meta: dict[str, Any]) -> dict[str, An
             "properties": {
                 "job_id": {"type": "integer"},
                 **{name: dict(text) for name in config.indexing.fields},
+                **(
+                    {VECTOR_FIELD: vector_mapping(config.embeddings.vector_size)}
+                    if config.indexing.vectors
+                    else {}
+                ),
             },
         },
     }

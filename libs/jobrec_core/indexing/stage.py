@@ -37,6 +37,7 @@ from typing import Any
 
 from elasticsearch import Elasticsearch
 from elasticsearch import helpers as es_helpers
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -48,6 +49,7 @@ from jobrec_core.indexing.documents import (
     new_index_name,
     parse_dead_letter,
     serving_settings,
+    with_job_vectors,
     writer_options,
 )
 from jobrec_core.platform import manifest
@@ -57,7 +59,7 @@ from jobrec_core.platform.quarantine import (
     has_quarantined,
     write_quarantine,
 )
-from jobrec_core.platform.tables import delta_version, read_delta, table_path
+from jobrec_core.platform.tables import delta_version, local_path, read_delta, table_path
 from jobrec_core.search.connection import (
     ES_FORMAT,
     connector_options,
@@ -73,6 +75,7 @@ from jobrec_core.search.index_versions import (
     swap_alias,
     wait_for_cluster,
 )
+from jobrec_core.text.vectors import broadcast_idf
 
 log = logging.getLogger(__name__)
 
@@ -142,7 +145,11 @@ def build_index(
     wait_for_primaries(client, name)
     log.info("building %s (alias %s)", name, alias)
     try:
-        documents = _with_partitions(documents, settings.write_partitions)
+        # Computed once for the count, the write and any further attempt: the job vectors
+        # are a Python pass over every document.
+        documents = _with_partitions(documents, settings.write_partitions).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
         source_count = documents.count()
         options = writer_options(connection_options, settings, name, dead_letters)
         started = time.perf_counter()
@@ -164,6 +171,7 @@ def build_index(
             time.perf_counter() - finishing,
         )
     finally:
+        documents.unpersist()
         _delete_quietly(client, dead_letters)
     client.indices.put_mapping(
         index=name, meta={"jobrec": {**meta, "complete": True, "documents": indexed}}
@@ -380,8 +388,23 @@ def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
         ) from None
     connection = resolve_connection(config)
     client = make_client(connection)
-    documents = job_documents(read_delta(spark, silver), config.indexing.fields)
-    source = {"dataset": config.data.preset, "table": silver, "table_version": source_version}
+    jobs = read_delta(spark, silver)
+    documents = job_documents(jobs, config.indexing.fields)
+    source: dict[str, Any] = {
+        "dataset": config.data.preset,
+        "table": silver,
+        "table_version": source_version,
+    }
+    if config.indexing.vectors:
+        embeddings = manifest.current(config, "embeddings")
+        documents = with_job_vectors(
+            documents,
+            jobs,
+            config,
+            local_path(embeddings["vectors"]),
+            broadcast_idf(spark, embeddings),
+        )
+        source["vectors_embeddings"] = str(embeddings["version"])
     result = build_index(spark, config, client, connector_options(connection), documents, source)
     manifest.record(
         config,

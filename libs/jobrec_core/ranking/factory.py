@@ -1,7 +1,7 @@
 """The one place pipelines are built from the configuration, for evaluation and serving alike.
 
     inputs = ranking_inputs(spark, config)  # what every step reads
-    pipeline = rerank_pipeline(config, inputs, scorer, sink)  # BM25 >> features >> scorer % k
+    pipeline = rerank_pipeline(config, inputs, scorer, sink)  # retriever >> features >> scorer % k
 
 **Adding a re-ranker.** Write a class with a `name` and `score(frame) -> ndarray` (the
 `ranking.scorers.Scorer` protocol) that reads any column a feature step adds, decorated with
@@ -27,14 +27,17 @@ from jobrec_core.ranking.pipeline import (
     DocumentText,
     DrmmFeatures,
     Pipeline,
+    PoolRetriever,
     ProfileFeatures,
     Reranker,
     RetrievalSink,
+    Step,
     keep_in_memory,
 )
 from jobrec_core.ranking.scorers import UNTRAINED, Scorer
 from jobrec_core.search.bm25 import serving_index
 from jobrec_core.search.connection import EsConnection, make_client, resolve_connection
+from jobrec_core.search.dense import Retriever
 from jobrec_core.text.vectors import broadcast_idf
 
 
@@ -105,18 +108,65 @@ def baseline_scorers(config: JobrecConfig, inputs: RankingInputs) -> list[Scorer
     return scorers
 
 
-def featured_pool(
-    config: JobrecConfig, inputs: RankingInputs, sink: RetrievalSink = keep_in_memory
-) -> Pipeline:
-    """BM25's pool with the text and the features every re-ranker reads."""
-    retriever = Bm25Retriever(
-        inputs.connection, inputs.index, config.retrieval, inputs.partitions, sink
+def retriever_step(
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    sink: RetrievalSink = keep_in_memory,
+    retriever: Retriever | None = None,
+) -> Step:
+    """The first step: `retriever` (default `retrieval.retriever`): BM25, or the dense or
+    hybrid pool, whose kNN needs the index's job vectors from the run's embeddings."""
+    kind = retriever or config.retrieval.retriever
+    if kind == "bm25":
+        return Bm25Retriever(
+            inputs.connection, inputs.index, config.retrieval, inputs.partitions, sink
+        )
+    check_vectors(inputs)
+    return PoolRetriever(
+        kind,
+        inputs.connection,
+        inputs.index,
+        config.retrieval,
+        inputs.tokens,
+        inputs.vectors_file,
+        inputs.words_and_idf,
+        inputs.partitions,
+        sink,
     )
+
+
+def check_vectors(inputs: RankingInputs) -> None:
+    """Raises when the index's job vectors are missing or come from other embeddings than
+    the run's: the query vectors would then live in another space."""
+    client = make_client(inputs.connection)
+    try:
+        mapping = client.indices.get_mapping(index=inputs.index)[inputs.index]["mappings"]
+    finally:
+        client.close()
+    built_from = mapping.get("_meta", {}).get("jobrec", {}).get("source", {})
+    found = built_from.get("vectors_embeddings")
+    if found != inputs.embeddings_version:
+        has = f"job vectors of embeddings {found}" if found else "no job vectors"
+        raise LookupError(
+            f"index {inputs.index} has {has}, the run uses {inputs.embeddings_version}: "
+            "rebuild it with jobs/index_jobs.py (indexing.vectors: true)"
+        )
+
+
+def featured_pool(
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    sink: RetrievalSink = keep_in_memory,
+    retriever: Retriever | None = None,
+) -> Pipeline:
+    """The pool of `retriever` (default `retrieval.retriever`) with the text and the
+    features every re-ranker reads."""
+    first = retriever_step(config, inputs, sink, retriever)
     profile = ProfileFeatures(
         inputs.tokens, inputs.graph, inputs.vectors_file, inputs.words_and_idf
     )
     features = DrmmFeatures(inputs.vectors_file, inputs.words_and_idf, config.histograms.bins)
-    return retriever >> DocumentText(inputs.tokens) >> profile >> features
+    return first >> DocumentText(inputs.tokens) >> profile >> features
 
 
 def rerank_pipeline(
@@ -125,5 +175,6 @@ def rerank_pipeline(
     scorer: Scorer,
     sink: RetrievalSink = keep_in_memory,
 ) -> Pipeline:
-    """BM25's pool re-ranked by `scorer`, the top `evaluation.k`: what is recommended."""
+    """`retrieval.retriever`'s pool re-ranked by `scorer`, the top `evaluation.k`: what is
+    recommended."""
     return featured_pool(config, inputs, sink) >> Reranker(scorer) % config.evaluation.k

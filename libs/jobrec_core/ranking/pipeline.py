@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from elasticsearch import Elasticsearch
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -40,13 +41,17 @@ from jobrec_core.features.matching import (
 )
 from jobrec_core.features.profile import (
     PROFILE_ROLE,
+    QUERY_VECTOR,
     add_profile_features,
+    query_vector_frame,
     with_profile_features,
+    with_query_vectors,
 )
 from jobrec_core.platform.spark import map_groups_in_pandas
 from jobrec_core.ranking.scorers import Bm25Mix, Scorer, score_column
 from jobrec_core.search.bm25 import FULL_QUERY, retrieve, search_all
 from jobrec_core.search.connection import EsConnection, make_client
+from jobrec_core.search.dense import HYBRID_HITS, PoolResult, Retriever, search_pools
 
 QUERY_COLUMNS = (
     "candidate_id",
@@ -142,36 +147,151 @@ class Bm25Retriever(Step):
             searchable, self.connection, self.index, self.settings, self.partitions, FULL_QUERY
         )
         retrieved = self.sink(raw, queries)
-        # Hits come by score, then job id (`search.bm25.ranked_hits`): a kept
-        # hit's rank is its position among the kept ones, with no sort of our own.
-        hits = F.filter(
-            F.transform("full_hits", lambda h, i: F.struct(h.alias("h"), (i + 1).alias("rank"))),
-            lambda x: ~F.array_contains(F.col("own_job_ids"), x["h"]["job_id"]),
+        # Hits come by score, then job id (`search.bm25.ranked_hits`): a kept hit's BM25 rank
+        # is its position among all hits, own jobs included.
+        return _pool_rows(retrieved, queries, lambda hit, position: (hit["score"], position))
+
+
+@dataclass(frozen=True)
+class PoolRetriever(Step):
+    """The dense or hybrid pool (`search.dense`): the kNN of the candidate's profile vector
+    (`features.profile.profile_vector`, from their own jobs' text in `tokens`), alone or
+    fused with BM25's list by reciprocal rank, at most `settings.top_k` jobs, the
+    candidate's own jobs left out, each with its BM25 score for the same query. `sink` as
+    :class:`Bm25Retriever`'s."""
+
+    retriever: Retriever
+    connection: EsConnection
+    index: str
+    settings: RetrievalConfig
+    tokens: DataFrame
+    vectors_file: str
+    words_and_idf: WordsAndIdf
+    partitions: int = 1
+    sink: RetrievalSink = field(default=keep_in_memory, compare=False)
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        frame = frame[frame["query_terms"].map(len) > 0]
+        own = frame[["candidate_id", "own_job_ids"]].explode("own_job_ids").dropna()
+        own = own.rename(columns={"own_job_ids": "job_id"}).astype({"job_id": "int64"})
+        wanted = sorted(set(own["job_id"].tolist()))
+        texts = self.tokens.where(F.col("job_id").isin(wanted)).select("job_id", "doc_tokens")
+        vectors = query_vector_frame(
+            own.merge(texts.toPandas(), on="job_id"),
+            idf_vocabulary(self.vectors_file, self.words_and_idf),
         )
-        return (
-            retrieved.where(F.col("error").isNull())
-            .join(queries, "candidate_id")
-            .select(
-                "candidate_id",
-                "query_terms",
-                "query_job_share",
-                "own_job_ids",
-                "sequence_job_ids",
-                F.posexplode(hits).alias("position", "x"),
-            )
-            .select(
-                "candidate_id",
-                "query_terms",
-                "query_job_share",
-                F.col("x.h.job_id").alias("job_id"),
-                F.col("x.h.score").cast("double").alias("score"),
-                (F.col("position") + 1).cast("int").alias("rank"),
-                F.col("x.h.score").alias("bm25"),
-                F.col("x.rank").alias("bm25_rank"),
-                "own_job_ids",
-                "sequence_job_ids",
-            )
+        searched = frame.merge(vectors, on="candidate_id", how="left")
+        client = make_client(self.connection)
+        try:
+            results = _search_pools(client, self.index, self.settings, self.retriever, searched)
+        finally:
+            client.close()
+        failed = [r.error for r in results if r.error]
+        if failed:
+            raise RuntimeError(f"{len(failed)} searches failed: {failed[0]}")
+        hits = [[h.as_dict() for h in r.hits or []] for r in results]
+        return _ranked_hits(searched.assign(full_hits=hits))
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        queries = frame.select(*QUERY_COLUMNS)
+        searchable = with_query_vectors(
+            queries.where(F.size("query_terms") > 0),
+            self.tokens,
+            self.vectors_file,
+            self.words_and_idf,
+        ).select("candidate_id", "query_terms", "own_job_ids", QUERY_VECTOR)
+        schema = f"candidate_id LONG, full_hits {HYBRID_HITS}, error STRING"
+        # What the executors need, without `self` (its DataFrames live on the driver only).
+        connection, index, settings, retriever = (
+            self.connection,
+            self.index,
+            self.settings,
+            self.retriever,
         )
+
+        def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            client = make_client(connection)
+            try:
+                for batch in frames:
+                    results = _search_pools(client, index, settings, retriever, batch)
+                    yield pd.DataFrame(
+                        {
+                            "candidate_id": batch["candidate_id"],
+                            "full_hits": [
+                                None if r.hits is None else [h.as_dict() for h in r.hits]
+                                for r in results
+                            ],
+                            "error": [r.error for r in results],
+                        }
+                    )
+            finally:
+                client.close()
+
+        raw = searchable.repartition(self.partitions).mapInPandas(run, schema)
+        retrieved = self.sink(raw, queries)
+        return _pool_rows(
+            retrieved, queries, lambda hit, _position: (hit["bm25"], hit["bm25_rank"])
+        )
+
+
+def _search_pools(
+    client: Elasticsearch,
+    index: str,
+    settings: RetrievalConfig,
+    retriever: Retriever,
+    queries: pd.DataFrame,
+) -> list[PoolResult]:
+    """`search.dense.search_pools` for query rows with their `query_vector`."""
+    return search_pools(
+        client,
+        index,
+        [" ".join(terms) for terms in queries["query_terms"]],
+        [_vector(v) for v in queries[QUERY_VECTOR]],
+        [list(own) if own is not None else [] for own in queries["own_job_ids"]],
+        settings,
+        retriever,
+    )
+
+
+def _vector(cell: Any) -> np.ndarray | None:
+    return None if cell is None or not isinstance(cell, (list, np.ndarray)) else np.asarray(cell)
+
+
+def _pool_rows(
+    retrieved: DataFrame, queries: DataFrame, bm25_of: Callable[[Column, Column], tuple]
+) -> DataFrame:
+    """Stored search results (`candidate_id, full_hits, error`, hits in pool order) -> the
+    ranked frame: one row per hit that is not one of the candidate's own jobs, `rank` its
+    position among those kept; `bm25_of(hit, position)` gives its BM25 score and rank."""
+    hits = F.filter(
+        F.transform("full_hits", lambda h, i: F.struct(h.alias("h"), (i + 1).alias("position"))),
+        lambda x: ~F.array_contains(F.col("own_job_ids"), x["h"]["job_id"]),
+    )
+    bm25, bm25_rank = bm25_of(F.col("x.h"), F.col("x.position"))
+    return (
+        retrieved.where(F.col("error").isNull())
+        .join(queries, "candidate_id")
+        .select(
+            "candidate_id",
+            "query_terms",
+            "query_job_share",
+            "own_job_ids",
+            "sequence_job_ids",
+            F.posexplode(hits).alias("kept", "x"),
+        )
+        .select(
+            "candidate_id",
+            "query_terms",
+            "query_job_share",
+            F.col("x.h.job_id").alias("job_id"),
+            F.col("x.h.score").cast("double").alias("score"),
+            (F.col("kept") + 1).cast("int").alias("rank"),
+            bm25.cast("float").alias("bm25"),
+            bm25_rank.cast("int").alias("bm25_rank"),
+            "own_job_ids",
+            "sequence_job_ids",
+        )
+    )
 
 
 _CARRIED = ("own_job_ids", "sequence_job_ids")  # from the query to every row of its pool
@@ -183,7 +303,15 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
     included, and `rank` only the kept ones.
     The pandas twin of the Spark SQL in `Bm25Retriever.transform_spark` (one request's 100
     hits; the batch path never loops in Python)."""
-    names = ("candidate_id", "query_terms", "query_job_share", "job_id", "bm25", "bm25_rank")
+    names = (
+        "candidate_id",
+        "query_terms",
+        "query_job_share",
+        "job_id",
+        "score",
+        "bm25",
+        "bm25_rank",
+    )
     columns: dict[str, list[Any]] = {name: [] for name in (*names, *_CARRIED)}
     for candidate, terms, share, own, sequence, hits in zip(
         frame["candidate_id"],
@@ -206,13 +334,17 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
             columns["query_terms"].append(terms_list)
             columns["query_job_share"].append(share_list)
             columns["job_id"].append(int(hit["job_id"]))
-            columns["bm25"].append(np.float32(hit["score"]))
-            columns["bm25_rank"].append(position + 1)
+            columns["score"].append(float(hit["score"]))
+            columns["bm25"].append(np.float32(hit.get("bm25", hit["score"])))
+            columns["bm25_rank"].append(hit.get("bm25_rank", position + 1))
             columns["own_job_ids"].append(own_list)
             columns["sequence_job_ids"].append(sequence_list)
     ranked = pd.DataFrame(columns)
     ranked["bm25"] = ranked["bm25"].astype(np.float32)
-    ranked["score"] = ranked["bm25"].astype(np.float64)
+    ranked["score"] = ranked["score"].astype(np.float64)
+    # Null where the job is not in BM25's own list (a dense or hybrid pool's).
+    has_null = ranked["bm25_rank"].isna().any()
+    ranked["bm25_rank"] = ranked["bm25_rank"].astype("Int32" if has_null else np.int64)
     ranked["rank"] = ranked.groupby("candidate_id", sort=False).cumcount().to_numpy() + 1
     return ranked[[c.split(" ")[0] for c in RANKED_SCHEMA.split(", ")]]
 

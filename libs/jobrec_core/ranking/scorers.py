@@ -101,6 +101,18 @@ class Bm25Scorer(ColumnScorer):
     column: ClassVar[str] = "bm25"
 
 
+RETRIEVAL_ORDER = "retrieval"
+
+
+@dataclass(frozen=True)
+class RetrievalOrderScorer(ColumnScorer):
+    """The pool's own order (`score`): BM25's, the kNN cosine's, or the fused one's. Not a
+    baseline of its own: it names no retriever, the pool it scores does."""
+
+    name: str = RETRIEVAL_ORDER
+    column: ClassVar[str] = "score"
+
+
 # The strong untrained baseline a learned re-ranker must beat (issue 18): the evaluation
 # compares every other ranker with it too.
 PROFILE_BASELINE = "profile-tfidf"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,10 +82,20 @@ def ranked_hits(
     return sorted(hits, key=lambda hit: (-hit[1], hit[0]))[:top_k]
 
 
+# A search request from its query (a text, a vector, ...) and how many hits to ask for.
+RequestBody = Callable[[Any, int], dict[str, Any]]
+
+
 def search_all(
-    client: Elasticsearch, index: str, texts: Sequence[str], settings: RetrievalConfig
+    client: Elasticsearch,
+    index: str,
+    texts: Sequence[Any],
+    settings: RetrievalConfig,
+    body: RequestBody | None = None,
 ) -> list[SearchResult]:
-    """Every query of `texts`, in `_msearch` batches of `retrieval.msearch_batch`.
+    """Every query of `texts`, in `_msearch` batches of `retrieval.msearch_batch`: the paper's
+    BM25 request (:func:`search_body`), or `body`'s for another kind of query (a kNN vector,
+    `search.dense`), with the same tie handling, retries and errors.
 
     Each batch runs at most `retrieval.max_concurrent_searches` searches at once on the
     cluster. A batch that fails as a whole (timeout, connection, HTTP 429/5xx) and each query
@@ -93,6 +103,7 @@ def search_all(
     `retrieval.max_retries` times; a query refused as invalid is not retried. Either way a
     failure is returned as a result with its error, never dropped.
     """
+    request = body or (lambda text, size: search_body(text, settings, size))
     results: list[SearchResult | None] = [None] * len(texts)
     for start in range(0, len(texts), settings.msearch_batch):
         batch = list(range(start, min(start + settings.msearch_batch, len(texts))))
@@ -100,7 +111,7 @@ def search_all(
         # twice as many, until the tie ends inside the answer (rare: equal BM25 scores).
         asked = settings.top_k + settings.tie_margin
         while batch:
-            _search_batch(client, index, texts, batch, settings, asked, results)
+            _search_batch(client, index, texts, batch, settings, asked, results, request)
             batch = [position for position in batch if results[position] is _TIE_UNRESOLVED]
             asked *= 2
     return [r if r is not None else SearchResult(None, "not searched") for r in results]
@@ -113,11 +124,12 @@ _TIE_UNRESOLVED = SearchResult(None, "tie past the hits asked for")
 def _search_batch(
     client: Elasticsearch,
     index: str,
-    texts: Sequence[str],
+    texts: Sequence[Any],
     pending: list[int],
     settings: RetrievalConfig,
     asked: int,
     results: list[SearchResult | None],
+    request: RequestBody,
 ) -> None:
     backoff = settings.backoff_s
     last_error = ""
@@ -127,7 +139,7 @@ def _search_batch(
             backoff *= 2
         searches: list[dict[str, Any]] = []
         for position in pending:
-            searches += [{"index": index}, search_body(texts[position], settings, asked)]
+            searches += [{"index": index}, request(texts[position], asked)]
         try:
             response = client.options(request_timeout=settings.timeout_s).msearch(
                 searches=searches,

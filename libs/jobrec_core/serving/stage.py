@@ -1,18 +1,23 @@
-"""Stage 5b: top-10 recommendations, BM25's top 100 for a candidate re-ranked by the champion.
+"""Stage 5b: top-10 recommendations, the retriever's pool for a candidate re-ranked by the
+champion.
 
 `jobs/recommend.py` calls :func:`run_recommend`. The pipeline is `ranking.factory`'s, the
 one the evaluation measures, so what is measured is what is served:
 
 1. the query bag of words of *all* the candidate's jobs (the paper's query without a held-out
    positive, `features.queries.candidate_queries`);
-2. BM25 against the version of the jobs index behind the alias now; the results are written
-   to `silver/recommendation_retrieval`, failures go to quarantine within the error budget
+2. `retrieval.retriever` against the version of the jobs index behind the alias now: BM25's
+   top 100, or the dense or hybrid pool (`search.dense`: the kNN of the candidate's profile
+   vector, fused with BM25's list); the results are written to
+   `silver/recommendation_retrieval`, failures go to quarantine within the error budget
    (`search.bm25.RetrievalCheckpoint`);
-3. BM25's results minus the candidate's own jobs, with the DRMM features (the histograms of
-   the training data), scored by the champion (broadcast once), the top `evaluation.k`.
+3. the pool minus the candidate's own jobs, with the DRMM features (the histograms of the
+   training data, BM25 of every job for the same query), scored by the champion (broadcast
+   once), the top `evaluation.k`.
 
 The table `gold/recommendations` holds `candidate_id, rank, job_id, title, score, bm25,
-bm25_rank, model, index, generated_at`; a run for a list of candidates replaces only
+bm25_rank, model, index, generated_at` (`bm25_rank` null for a job only the kNN list found);
+a run for a list of candidates replaces only
 their rows, a run for everyone replaces the table: reruns never duplicate.
 """
 
@@ -53,6 +58,7 @@ class RecommendReport:
     model: str
     index: str
     table: str
+    retriever: str
 
     def format(self) -> str:
         lines = [
@@ -62,7 +68,7 @@ class RecommendReport:
             f"  searches failed (quarant.) {self.search_failed:>10,}",
             f"  candidates recommended     {self.recommended:>10,}",
             f"  rows written               {self.rows:>10,}",
-            f"  model {self.model}, index {self.index}",
+            f"  model {self.model}, index {self.index}, retriever {self.retriever}",
             f"  table {self.table}",
         ]
         if self.unknown_ids:
@@ -130,6 +136,7 @@ def run_recommend(
         model=f"{champion.name} v{champion.version}",
         index=inputs.index,
         table=path,
+        retriever=config.retrieval.retriever,
     )
 
 
@@ -159,7 +166,7 @@ def show_candidate(spark: SparkSession, config: JobrecConfig, candidate_id: int)
     lines.append(f"Recommended by {recommended[0]['model']} (rank, DRMM score, BM25 rank)")
     lines += [
         f"  {r['rank']:>2}. {r['title']}  [{r['job_id']}]  score {r['score']:.3f}, "
-        f"BM25 #{r['bm25_rank']}"
+        + (f"BM25 #{int(r['bm25_rank'])}" if pd.notna(r["bm25_rank"]) else "kNN list only")
         for r in recommended
     ]
     return "\n".join(lines)
@@ -186,19 +193,26 @@ def recommended_candidates(spark: SparkSession, config: JobrecConfig, count: int
 
 
 def rank_figure(recommendations: pd.DataFrame) -> Any:
-    """Where each recommended job stood in BM25's 100 and where the re-ranker put it."""
-    deepest = int(recommendations["bm25_rank"].max())
+    """Where each recommended job stood in BM25's 100 and where the re-ranker put it; a job
+    only the kNN list found (hybrid pool) starts below BM25's deepest."""
+    listed = recommendations["bm25_rank"].notna()
+    deepest = int(recommendations.loc[listed, "bm25_rank"].max()) if listed.any() else 1
+    below = deepest + 2
     title = "Re-ranking: from BM25's rank to the recommended rank"
-    with chart((8, 4.5), title, (deepest + 0.5, 0.5), grid="y") as (figure, axis):
-        for position, row in enumerate(recommendations.itertuples()):
+    with chart((8, 4.5), title, (below + 0.5, 0.5), grid="y") as (figure, axis):
+        labelled: set[bool] = set()
+        for row, in_bm25 in zip(recommendations.itertuples(), listed, strict=True):
             axis.plot(
                 [0, 1],
-                [row.bm25_rank, row.rank],
-                color="#4472c4",
+                [row.bm25_rank if in_bm25 else below, row.rank],
+                color="#4472c4" if in_bm25 else "#ed7d31",
                 marker="o",
                 alpha=0.7,
-                label="one recommended job" if position == 0 else None,
+                label=None
+                if in_bm25 in labelled
+                else ("one recommended job" if in_bm25 else "found by the kNN list only"),
             )
+            labelled.add(bool(in_bm25))
             axis.annotate(str(row.title)[:40], (1.03, row.rank), fontsize=7, va="center")
         axis.set_xticks([0, 1], ["BM25 rank", "recommended rank"])
         axis.set_xlim(-0.1, 1.8)

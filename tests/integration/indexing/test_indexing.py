@@ -7,11 +7,13 @@ import threading
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig, load_config
 from jobrec_core.indexing.stage import build_index, run_indexing
+from jobrec_core.platform import manifest
 from jobrec_core.platform.quarantine import DataQualityError
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.search.bm25 import multi_match_query, search_all
@@ -22,6 +24,7 @@ from jobrec_core.search.connection import (
     resolve_connection,
     wait_for_primaries,
 )
+from jobrec_core.search.dense import VECTOR_FIELD, knn_body
 from jobrec_core.search.index_versions import IndexBuildError, list_versions, rollback
 from jobrec_core.search.local_node import LocalElasticsearch
 from jobrec_core.text.tokens import tokens_column
@@ -125,7 +128,10 @@ def test_mapping_settings_and_metadata(indexed, client):
     body = client.indices.get(index=result.index)[result.index]
     mappings, settings = body["mappings"], body["settings"]["index"]
     assert mappings["dynamic"] == "strict"
-    assert set(mappings["properties"]) == {"job_id", *FIELDS}
+    assert set(mappings["properties"]) == {"job_id", *FIELDS, VECTOR_FIELD}
+    vector = mappings["properties"][VECTOR_FIELD]
+    assert vector["dims"] == config.embeddings.vector_size and vector["similarity"] == "cosine"
+    assert vector["index_options"]["type"] == "flat"  # exact kNN: the same on every build
     assert all(mappings["properties"][f]["similarity"] == "jobrec_bm25" for f in FIELDS)
     assert settings["similarity"]["jobrec_bm25"] == {"type": "BM25", "k1": "1.2", "b": "0.75"}
     # the build settings were restored
@@ -136,6 +142,22 @@ def test_mapping_settings_and_metadata(indexed, client):
     assert meta["complete"] is True
     assert meta["documents"] == result.indexed
     assert meta["source"]["dataset"] == "tiny"
+    embeddings = manifest.current(config, "embeddings")["version"]
+    assert meta["source"]["vectors_embeddings"] == embeddings
+
+
+def test_every_job_has_its_vector_and_the_knn_search_finds_it_first(indexed, client):
+    config, result = indexed
+    with_vectors = client.count(index=result.index, query={"exists": {"field": VECTOR_FIELD}})
+    assert with_vectors["count"] == result.indexed  # every tiny job has words with vectors
+    stored = client.search(index=result.index, size=3, source=[VECTOR_FIELD], sort=["job_id"])
+    for hit in stored["hits"]["hits"]:
+        vector = np.asarray(hit["_source"][VECTOR_FIELD])
+        assert np.isclose(np.linalg.norm(vector), 1.0, atol=1e-4)
+        found = search_all(client, result.index, [vector], config.retrieval, knn_body)[0]
+        assert found.hits is not None and len(found.hits) == config.retrieval.top_k
+        best, score = found.hits[0]
+        assert best == int(hit["_id"]) and score == pytest.approx(1.0)  # (1 + cosine) / 2
 
 
 def test_indexed_terms_are_the_cleaned_tokens(spark, indexed, client):

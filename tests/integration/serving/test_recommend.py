@@ -43,7 +43,9 @@ def quick(config: JobrecConfig, **evaluation) -> JobrecConfig:
 def champion(spark, tiny, tiny_pairs):
     """DRMM v1 trained on the tiny pairs and made champion for this module only (the
     registry is shared with the promotion tests, which start without a champion)."""
-    config = quick(tiny[0], ground_truth_candidates=40, held_out_candidates=40)
+    config = quick(
+        tiny[0], ground_truth_candidates=40, held_out_candidates=40, retriever_candidates=40
+    )
     outcome = run_training(spark, config, fresh=True)
     client = MlflowClient(config.mlflow.tracking_uri)
     name, alias = config.mlflow.model_name, config.mlflow.champion_alias
@@ -74,7 +76,9 @@ def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
         assert group["rank"].tolist() == list(range(1, len(group) + 1)) and len(group) <= k
         assert group["score"].is_monotonic_decreasing
         assert not set(group["job_id"]) & own[candidate]  # never a job they already know
-        assert group["title"].notna().all() and (group["bm25_rank"] <= 100).all()
+        assert group["title"].notna().all() and (group["bm25"] >= 0).all()
+        # BM25's rank where BM25's own list has the job; null for one only the kNN list found
+        assert (group["bm25_rank"].dropna() <= 100).all()
 
     again = run_recommend(spark, config, chosen[:2])  # replaces only these two candidates
     assert again.rows == len(rows[rows["candidate_id"].isin(chosen[:2])])
@@ -86,16 +90,22 @@ def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
     shown = show_candidate(spark, config, chosen[0])
     best = rows[(rows["candidate_id"] == chosen[0]) & (rows["rank"] == 1)]["title"].iloc[0]
     assert f"Candidate {chosen[0]}" in shown and best in shown and f"v{version}" in shown
+    assert f"retriever {config.retrieval.retriever}" in first.format()
 
 
-def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion):
-    """One request on the driver (pandas) and a batch in Spark give the same top k."""
+@pytest.mark.parametrize("retriever", ["bm25", "hybrid", "dense"])
+def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion, retriever):
+    """One request on the driver (pandas) and a batch in Spark give the same top k, whichever
+    retriever fills the pool."""
     config, _ = champion
+    config = config.model_copy(
+        update={"retrieval": config.retrieval.model_copy(update={"retriever": retriever})}
+    )
     inputs = ranking_inputs(spark, config)
     queries = queries_of(config, inputs, held_out_candidates(spark, config, 3))
     scorer = drmm_scorer(spark, "champion", load_champion(config).model)
     pipeline = rerank_pipeline(config, inputs, scorer)
-    columns = ["candidate_id", "rank", "job_id", "bm25_rank"]
+    columns = ["candidate_id", "rank", "job_id", "bm25_rank", "bm25"]
     batch = pd.DataFrame(pipeline.transform_spark(queries).select(*columns).toPandas())
     one_by_one = pd.concat(
         [
@@ -104,11 +114,15 @@ def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion):
         ]
     )[columns]
     ordered = ["candidate_id", "rank"]
-    pd.testing.assert_frame_equal(
-        batch.sort_values(ordered).reset_index(drop=True).astype("int64"),
-        one_by_one.sort_values(ordered).reset_index(drop=True).astype("int64"),
-    )
+
+    def comparable(frame: pd.DataFrame) -> pd.DataFrame:
+        # BM25's rank is null for a job only the kNN list found
+        frame = frame.assign(bm25_rank=frame["bm25_rank"].astype("float64").fillna(-1))
+        return frame.sort_values(ordered).reset_index(drop=True).astype("float64")
+
+    pd.testing.assert_frame_equal(comparable(batch), comparable(one_by_one), rtol=1e-6)
     assert 0 < batch.groupby("candidate_id").size().max() <= config.evaluation.k
+    assert (batch["bm25"] >= 0).all()  # every pool job has its BM25 for the same query
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +165,20 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     found = report.held_out_found
     assert all(0 <= row.mrr <= found and 0 <= row.recall <= found for row in report.held_out)
     assert report.agreement is not None and report.agreement.rankers == 5
+    # experiment 5: the retrievers, the BM25 pools reused from experiments 3 and 4
+    compared = report.retrievers
+    assert compared is not None and compared.reference == "bm25 >> DRMM v1"
+    assert [p.retriever for p in compared.pools] == ["bm25", *config.evaluation.retrievers[1:]]
+    assert compared.candidates == report.queries["ground_truth"]
+    assert compared.held_out_candidates == report.queries["held_out"]
+    bm25_pool = compared.pools[0]
+    assert bm25_pool.ceiling.mean == pytest.approx(report.ceiling.mean)
+    assert bm25_pool.held_out_found == pytest.approx(report.held_out_found)
+    pipelines = {p.name: p for p in compared.pipelines}
+    assert pipelines["bm25"].precision.mean == pytest.approx(truth[BM25].precision)
+    assert pipelines["bm25 >> DRMM v1"].precision.mean == pytest.approx(truth["DRMM v1"].precision)
+    assert all(0 <= p.recall.mean <= 1 for p in compared.pools)
+    assert compared.selected is not None
 
     text = results.read_text()
     assert "0.966" in text and "learning_curve_sizes.png" in text

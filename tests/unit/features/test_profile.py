@@ -9,6 +9,8 @@ from jobrec_core.features.histograms import Vocabulary
 from jobrec_core.features.profile import (
     COHERENCE_FLOOR,
     co_interest_scores,
+    document_vectors,
+    profile_vector,
     text_similarities,
 )
 
@@ -109,3 +111,26 @@ def test_co_interest_weighs_each_own_jobs_walks():
     assert graph_scores(rows, [1, 2], [5], [1, 2, 3]).tolist() == [0.5]
     weighted = graph_scores(rows, [1, 2], [5], [1, 2, 3], weights=[3.0, 1.0])
     assert weighted.tolist() == [0.75]
+
+
+def test_dense_vectors_give_profile_w2v_as_their_cosine():
+    """The index's job vector and the candidate's query vector: their cosine, what the kNN
+    search ranks by, is the `profile_w2v` feature the re-rankers read."""
+    rng = np.random.default_rng(3)
+    words = np.array(["nurse", "patient", "care", "truck", "driver", "ward"])
+    vectors = rng.normal(size=(6, 4)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vocabulary = Vocabulary(words, vectors, rng.uniform(1, 3, 6).astype(np.float32))
+    own = [np.array(["nurse", "patient", "ward"]), np.array(["nurse", "care"]), np.array(["truck"])]
+    pool = [np.array(["patient", "care", "nurse"]), np.array(["truck", "driver"]), np.array([])]
+    _, w2v, _ = text_similarities(vocabulary, own, pool)
+    query = profile_vector(vocabulary, own)
+    documents = document_vectors(vocabulary, pool)
+    assert documents.dtype == np.float32 and query.dtype == np.float32
+    assert np.isclose(np.linalg.norm(query), 1.0)
+    assert np.allclose(np.linalg.norm(documents[:2], axis=1), 1.0)
+    assert not documents[2].any()  # no word, no vector (stored as null, never indexed)
+    np.testing.assert_allclose(documents[:2] @ query, w2v[:2], atol=1e-5)
+    # the query does not depend on the order of the candidate's jobs
+    np.testing.assert_allclose(profile_vector(vocabulary, own[::-1]), query, atol=1e-6)
+    assert not profile_vector(vocabulary, []).any()

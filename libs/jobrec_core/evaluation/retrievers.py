@@ -1,0 +1,215 @@
+"""Experiment 5: full ranking against re-ranking (seed 002's experiment 2, seed 004's hybrid).
+
+Each retriever (`evaluation.retrievers`: BM25, dense kNN, the two fused) fills a pool for the
+same ground-truth candidates; each pool is judged in its own order and re-ranked by the
+champion. Two questions, each a paired comparison per candidate:
+
+* **Does the pool hold more of what the candidate wants?** Recall of the ground-truth-relevant
+  jobs (all of the collection's, minus the candidate's own) in the pool, against BM25's.
+* **Does the whole pipeline recommend better?** P@k of every pipeline against the champion on
+  BM25's pool, the best re-ranking of BM25's pool that selection produced.
+* **Would selection choose it?** The held-out interest (`evaluation.held_out`: a candidate's
+  highest-scored job held out, the query from the others) of every pipeline, MRR over its
+  pool, against the same reference: the metric that exists on real data, so the one a
+  retriever is chosen by (`retrieval.retriever`), as models are.
+
+The labels only judge; no step above reads them. Paired tests over candidates (bootstrap
+interval, sign-flip p, Holm-corrected), not seed 004's Kruskal–Wallis with Dunn/Bonferroni:
+every pipeline ranks the same candidates, and a rank test across independent groups would
+throw that pairing away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+import numpy as np
+import pandas as pd
+
+from jobrec_core.evaluation.protocols import ranked_by
+from jobrec_core.ranking.metrics import Ranked, ndcg_at_k, precision_at_k, reciprocal_rank
+from jobrec_core.ranking.scorers import RETRIEVAL_ORDER, score_column_of
+from jobrec_core.ranking.statistics import (
+    Interval,
+    PairedDifference,
+    against_reference,
+    bootstrap_mean,
+)
+
+BM25_RETRIEVER: Final = "bm25"
+
+
+@dataclass(frozen=True)
+class PipelineRow:
+    """One retriever's pool, in its own order or re-ranked (`reranker`), with P@k and
+    nDCG@k, and its paired P@k difference with the reference pipeline."""
+
+    retriever: str
+    reranker: str | None
+    precision: Interval
+    ndcg: Interval
+    versus_reference: PairedDifference | None = None
+    p_holm: float = float("nan")
+    held_out_mrr: Interval | None = None
+    held_out_versus: PairedDifference | None = None
+    held_out_p_holm: float = float("nan")
+
+    @property
+    def name(self) -> str:
+        return self.retriever if self.reranker is None else f"{self.retriever} >> {self.reranker}"
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    """One retriever's pool: recall of the relevant jobs, the best P@k any order of it could
+    reach, and the paired recall difference with BM25's pool."""
+
+    retriever: str
+    recall: Interval
+    ceiling: Interval
+    versus_bm25: PairedDifference | None = None
+    p_holm: float = float("nan")
+    held_out_found: float = float("nan")  # share of held-out jobs in the pool at all
+
+
+@dataclass(frozen=True)
+class RetrieverComparison:
+    pools: list[PoolRow]
+    pipelines: list[PipelineRow]
+    reference: str  # the pipeline every other one is compared with
+    candidates: int
+    held_out_candidates: int = 0
+
+    @property
+    def selected(self) -> PipelineRow | None:
+        """The pipeline with the best held-out MRR: what selection would choose."""
+        measured = [(p.held_out_mrr.mean, p) for p in self.pipelines if p.held_out_mrr]
+        return max(measured, key=lambda m: m[0])[1] if measured else None
+
+
+@dataclass(frozen=True)
+class JudgedPool:
+    """One retriever's judged pool: `ranked[ranker]` for its own order and the champion,
+    in candidate order, and each candidate's relevant jobs in it."""
+
+    ranked: dict[str, Ranked]
+    relevant_in_pool: np.ndarray
+
+
+def judged_pool(scored: pd.DataFrame, rankers: list[str], candidates: np.ndarray) -> JudgedPool:
+    """Labelled pool rows (`candidate_id, job_id, label`, a score column per ranker) of the
+    `candidates` (sorted ids; every retriever is judged on the same ones) -> the rankings.
+    A candidate whose pool came back empty ranks nothing and finds nothing."""
+    kept = scored[scored["candidate_id"].isin(candidates)]
+    missing = np.setdiff1d(candidates, kept["candidate_id"].to_numpy())
+    if len(missing):  # an empty pool: one unjudged placeholder row keeps the pairing
+        placeholder = pd.DataFrame({"candidate_id": missing, "job_id": -1, "label": 0})
+        for name in rankers:
+            placeholder[score_column_of(name)] = -np.inf
+        kept = pd.concat([kept, placeholder], ignore_index=True)
+    ranked = {name: ranked_by(kept, score_column_of(name)) for name in rankers}
+    first = next(iter(ranked.values()))
+    relevant = np.add.reduceat((first.label > 0).astype(np.float64), first.starts)
+    return JudgedPool(ranked, relevant)
+
+
+def compare_retrievers(
+    pools: dict[str, JudgedPool],
+    reranker: str,
+    relevant_total: np.ndarray,
+    k: int,
+    resamples: int,
+    seed: int,
+    held_out: dict[str, JudgedPool] | None = None,
+    pool_size: int = 100,
+) -> RetrieverComparison:
+    """Every retriever's pool (`pools[name]`, the same candidates in the same order, BM25's
+    among them) and `relevant_total` (each candidate's relevant jobs in the collection) ->
+    the pool table (recall against BM25's) and the pipeline table (each pool in its own
+    order and re-ranked by `reranker`, against `reranker` on BM25's pool); with `held_out`
+    (the same retrievers' pools of held-out-interest queries, the held-out job labelled), each
+    pipeline's held-out MRR over `pool_size` too."""
+    if BM25_RETRIEVER not in pools:
+        raise ValueError("the retriever comparison needs BM25's pool, its reference")
+    order = [BM25_RETRIEVER, *(name for name in pools if name != BM25_RETRIEVER)]
+    known = relevant_total > 0  # recall is undefined for a candidate with nothing relevant
+    recall = {name: pools[name].relevant_in_pool[known] / relevant_total[known] for name in order}
+    recall_gain = against_reference(recall, resamples, seed)
+    pool_rows = []
+    for name in order:
+        ceiling = np.minimum(pools[name].relevant_in_pool, k) / k
+        versus, p = recall_gain.get(name, (None, float("nan")))
+        pool_rows.append(
+            PoolRow(
+                name,
+                bootstrap_mean(recall[name], resamples, seed),
+                bootstrap_mean(ceiling, resamples, seed),
+                versus,
+                p,
+            )
+        )
+    pipelines = [
+        PipelineRow(name, ranker, _NAN, _NAN) for name in order for ranker in (None, reranker)
+    ]
+    reference = next(p for p in pipelines if p.retriever == BM25_RETRIEVER and p.reranker)
+    ranked = {p.name: pools[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER] for p in pipelines}
+    precision = {p.name: precision_at_k(ranked[p.name], k) for p in pipelines}
+    compared = against_reference(
+        {reference.name: precision[reference.name]}
+        | {p.name: precision[p.name] for p in pipelines if p is not reference},
+        resamples,
+        seed,
+    )
+    rows = [
+        replace(
+            p,
+            precision=bootstrap_mean(precision[p.name], resamples, seed),
+            ndcg=bootstrap_mean(ndcg_at_k(ranked[p.name], k), resamples, seed),
+            versus_reference=compared.get(p.name, (None, 0.0))[0],
+            p_holm=compared.get(p.name, (None, float("nan")))[1],
+        )
+        for p in pipelines
+    ]
+    comparison = RetrieverComparison(pool_rows, rows, reference.name, len(relevant_total))
+    return (
+        comparison
+        if held_out is None
+        else with_held_out(comparison, held_out, pool_size, resamples, seed)
+    )
+
+
+def with_held_out(
+    comparison: RetrieverComparison,
+    held_out: dict[str, JudgedPool],
+    pool_size: int,
+    resamples: int,
+    seed: int,
+) -> RetrieverComparison:
+    """The comparison with every pipeline's held-out MRR, paired against the reference."""
+    reference = next(p for p in comparison.pipelines if p.name == comparison.reference)
+    mrr = {
+        p.name: reciprocal_rank(
+            held_out[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER], pool_size
+        )
+        for p in [reference, *(p for p in comparison.pipelines if p is not reference)]
+    }
+    compared = against_reference(mrr, resamples, seed)
+    pipelines = [
+        replace(
+            p,
+            held_out_mrr=bootstrap_mean(mrr[p.name], resamples, seed),
+            held_out_versus=compared.get(p.name, (None, 0.0))[0],
+            held_out_p_holm=compared.get(p.name, (None, float("nan")))[1],
+        )
+        for p in comparison.pipelines
+    ]
+    pools = [
+        replace(pool, held_out_found=float(np.mean(held_out[pool.retriever].relevant_in_pool > 0)))
+        for pool in comparison.pools
+    ]
+    candidates = len(next(iter(held_out.values())).relevant_in_pool)
+    return replace(comparison, pipelines=pipelines, pools=pools, held_out_candidates=candidates)
+
+
+_NAN = Interval(float("nan"), float("nan"), float("nan"))

@@ -1,0 +1,74 @@
+"""Experiment 5's statistics on hand-made pools: recall, pipelines, held-out selection."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from jobrec_core.evaluation.retrievers import compare_retrievers, judged_pool
+from jobrec_core.ranking.scorers import RETRIEVAL_ORDER, score_column_of
+
+CHAMPION = "DRMM v5"
+
+
+def pool(rows: list[tuple[int, int, int, float, float]]) -> pd.DataFrame:
+    """(candidate, job, label, retrieval score, champion score) rows."""
+    frame = pd.DataFrame(
+        rows,
+        columns=[
+            "candidate_id",
+            "job_id",
+            "label",
+            score_column_of(RETRIEVAL_ORDER),
+            score_column_of(CHAMPION),
+        ],
+    )
+    return frame
+
+
+def test_recall_pipelines_and_the_held_out_choice():
+    candidates = np.array([1, 2])
+    bm25 = pool([(1, 10, 0, 3, 1), (1, 11, 1, 2, 2), (2, 20, 0, 1, 0)])
+    # the hybrid pool finds one more relevant job for each candidate; candidate 2's own
+    # order puts it first
+    hybrid = pool([(1, 10, 0, 3, 1), (1, 11, 1, 2, 2), (1, 12, 1, 1, 3), (2, 21, 1, 5, 5)])
+    judged = {
+        "bm25": judged_pool(bm25, [RETRIEVAL_ORDER, CHAMPION], candidates),
+        "hybrid": judged_pool(hybrid, [RETRIEVAL_ORDER, CHAMPION], candidates),
+    }
+    assert judged["hybrid"].relevant_in_pool.tolist() == [2.0, 1.0]
+    # held out: found by both pools for 1 (rank 2 then 1), only by hybrid for 2
+    held_bm25 = pool([(1, 30, 0, 2, 2), (1, 31, 1, 1, 1), (2, 40, 0, 1, 1)])
+    held_hybrid = pool([(1, 31, 1, 2, 2), (2, 41, 1, 1, 1)])
+    held_out = {
+        "bm25": judged_pool(held_bm25, [RETRIEVAL_ORDER, CHAMPION], candidates),
+        "hybrid": judged_pool(held_hybrid, [RETRIEVAL_ORDER, CHAMPION], candidates),
+    }
+    compared = compare_retrievers(
+        judged, CHAMPION, np.array([4.0, 2.0]), 1, 200, 0, held_out, pool_size=100
+    )
+    recall = {p.retriever: p.recall.mean for p in compared.pools}
+    assert recall == {"bm25": (1 / 4 + 0 / 2) / 2, "hybrid": (2 / 4 + 1 / 2) / 2}
+    hybrid_pool = compared.pools[1]
+    assert hybrid_pool.versus_bm25 is not None and hybrid_pool.versus_bm25.mean > 0
+    assert [p.held_out_found for p in compared.pools] == [0.5, 1.0]
+    assert compared.reference == f"bm25 >> {CHAMPION}"
+    rows = {p.name: p for p in compared.pipelines}
+    assert list(rows) == ["bm25", f"bm25 >> {CHAMPION}", "hybrid", f"hybrid >> {CHAMPION}"]
+    assert rows[f"bm25 >> {CHAMPION}"].versus_reference is None
+    # P@1: bm25 own order picks 10 (irrelevant) for 1, 20 for 2; the champion 11 for 1
+    assert rows["bm25"].precision.mean == 0.0
+    assert rows[f"bm25 >> {CHAMPION}"].precision.mean == 0.5
+    assert rows[f"hybrid >> {CHAMPION}"].precision.mean == 1.0
+    # held-out MRR: bm25 >> champion 1/2 for 1 (31 scored 1 < 30's 2), 0 for 2
+    mrr = {name: row.held_out_mrr.mean for name, row in rows.items() if row.held_out_mrr}
+    assert mrr[f"bm25 >> {CHAMPION}"] == 0.25 and mrr[f"hybrid >> {CHAMPION}"] == 1.0
+    assert compared.selected is not None and compared.selected.retriever == "hybrid"
+    assert compared.candidates == 2 and compared.held_out_candidates == 2
+
+
+def test_a_candidate_whose_pool_came_back_empty_still_counts():
+    candidates = np.array([1, 2])
+    judged = judged_pool(pool([(1, 10, 1, 1, 1)]), [RETRIEVAL_ORDER, CHAMPION], candidates)
+    assert judged.relevant_in_pool.tolist() == [1.0, 0.0]
+    assert judged.ranked[CHAMPION].queries == 2

@@ -1,0 +1,41 @@
+"""The dense and hybrid requests and the client-side fusion (no node needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from jobrec_core.config import load_config
+from jobrec_core.search.dense import (
+    VECTOR_FIELD,
+    knn_body,
+    reciprocal_rank_fusion,
+    rescore_body,
+)
+
+
+def test_fusion_sums_reciprocal_ranks_and_breaks_ties_by_job_id():
+    fused = reciprocal_rank_fusion([[10, 20, 30], [30, 40]], k=60, top=10)
+    scores = dict(fused)
+    assert scores[30] == pytest.approx(1 / 63 + 1 / 61)  # in both lists
+    assert scores[10] == pytest.approx(1 / 61)
+    assert [job for job, _ in fused] == [30, 10, 20, 40]
+    # equal sums (first of one list, first of the other): the lower job id first
+    assert [job for job, _ in reciprocal_rank_fusion([[5], [3]], 60, 10)] == [3, 5]
+    assert len(reciprocal_rank_fusion([[1, 2, 3], [4, 5, 6]], 60, top=4)) == 4
+    assert reciprocal_rank_fusion([[], []], 60, 10) == []
+
+
+def test_knn_request_is_exact_size_and_asks_no_source():
+    body = knn_body([0.5, -0.5], 110)
+    assert body["knn"]["field"] == VECTOR_FIELD
+    assert body["knn"]["k"] == body["knn"]["num_candidates"] == body["size"] == 110
+    assert body["knn"]["query_vector"] == [0.5, -0.5] and body["_source"] is False
+
+
+def test_rescoring_is_the_paper_query_restricted_to_the_pool():
+    settings = load_config("local").retrieval
+    body = rescore_body("nurse ward", [7, 3], settings)
+    query = body["query"]["bool"]
+    assert query["filter"] == [{"ids": {"values": ["7", "3"]}}]
+    assert query["should"][0]["multi_match"]["query"] == "nurse ward"
+    assert body["size"] == 2
