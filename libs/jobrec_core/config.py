@@ -327,6 +327,15 @@ class EvaluationConfig(_Section):
     retriever_candidates: int = Field(default=5000, ge=0)  # for each of its two parts
 
 
+class KnnConfig(_Section):
+    """kNN-augmented scoring (seed 003, `features.neighbours`)."""
+
+    memory_candidates: int = Field(gt=0)  # past candidates in the memory (a seeded sample)
+    probes: int = Field(gt=0)  # IVF lists searched per query
+    k_grid: list[int] = Field(min_length=1)  # neighbours tried on dev
+    dev_candidates: int = Field(ge=0)  # dev held-out queries λ and k are chosen on; 0: no kNN
+
+
 class QualityConfig(_Section):
     error_budget_fraction: float = Field(ge=0, le=1)
 
@@ -353,6 +362,7 @@ class JobrecConfig(_Section):
     training: TrainingConfig
     promotion: PromotionConfig
     evaluation: EvaluationConfig
+    knn: KnnConfig
     quality: QualityConfig
 
     env: str = "base"

@@ -21,6 +21,7 @@ from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.platform import manifest
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.tables import local_path, table_path
+from jobrec_core.ranking.scorers import score_column_of
 
 CURVE_PLOT = "learning_curve_sizes.png"
 GROUND_TRUTH_PLOT = "ground_truth.png"
@@ -94,7 +95,7 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
             values[f"retrievers.{pool.retriever}.recall"] = pool.recall.mean
             values[f"retrievers.{pool.retriever}.ceiling_p_at_{report.k}"] = pool.ceiling.mean
         for pipeline in report.retrievers.pipelines:
-            key = f"retrievers.{_key(pipeline.name.replace(' >> ', '_'))}"
+            key = f"retrievers.{score_column_of(pipeline.name).removeprefix('score_')}"
             values[f"{key}.p_at_{report.k}"] = pipeline.precision.mean
             values[f"{key}.ndcg_at_{report.k}"] = pipeline.ndcg.mean
     return values

@@ -109,13 +109,13 @@ class EvaluationReport:
         lines += [
             f"  Pipelines: ground truth (P@{k}, nDCG@{k}) and held-out MRR, each paired per "
             f"candidate against {compared.reference} (Holm-corrected)",
-            f"  {'pipeline':<20}{f'P@{k}':>7}{'95% CI':>16}{f'nDCG@{k}':>9}"
+            f"  {'pipeline':<24}{f'P@{k}':>7}{'95% CI':>16}{f'nDCG@{k}':>9}"
             f"{f'P@{k} diff':>11}{'95% CI':>18}{'p':>8}{'MRR':>7}{'MRR diff':>10}{'95% CI':>18}"
             f"{'p':>8}",
         ]
         for row in compared.pipelines:
             line = (
-                f"  {row.name:<20}{row.precision.mean:>7.3f}"
+                f"  {row.name:<24}{row.precision.mean:>7.3f}"
                 f"{_interval(row.precision.low, row.precision.high):>16}{row.ndcg.mean:>9.3f}"
                 f"{_difference(row.versus_reference, row.p_holm, 11, 8)}"
             )
@@ -126,6 +126,18 @@ class EvaluationReport:
         selected = compared.selected
         if selected is not None:
             lines.append(f"  selected by held-out MRR: {selected.name}")
+        knn = compared.knn
+        if knn is not None:
+            by_k = ", ".join(f"{k}: {mrr:.4f}" for k, mrr in knn.mrr_by_k.items())
+            kept = "the mix" if knn.alpha < 1.0 else "the re-ranker alone (no gain above noise)"
+            lines += [
+                f"  kNN (seed 003): a memory of {knn.memory:,} past candidates; on "
+                f"{knn.dev_candidates:,} dev candidates' held-out interest, k = {knn.k} "
+                f"(the votes' MRR by k: {by_k}),",
+                f"  then λ = {knn.lam:.2f}: {kept} (best dev MRR "
+                f"{max(knn.mrr_by_alpha.values(), default=float('nan')):.4f}, the re-ranker alone "
+                f"{knn.mrr_by_alpha.get(1.0, float('nan')):.4f})",
+            ]
         return lines
 
     def _ground_truth_lines(self) -> list[str]:

@@ -21,14 +21,23 @@ throw that pairing away.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 import pandas as pd
 
 from jobrec_core.evaluation.protocols import ranked_by
-from jobrec_core.ranking.metrics import Ranked, ndcg_at_k, precision_at_k, reciprocal_rank
+from jobrec_core.features.neighbours import InterestMemory, nearest, neighbour_votes
+from jobrec_core.ranking.interpolation import best_alpha, interpolate
+from jobrec_core.ranking.metrics import (
+    Ranked,
+    ndcg_at_k,
+    precision_at_k,
+    rank_within_queries,
+    reciprocal_rank,
+)
 from jobrec_core.ranking.scorers import RETRIEVAL_ORDER, score_column_of
 from jobrec_core.ranking.statistics import (
     Interval,
@@ -80,6 +89,7 @@ class RetrieverComparison:
     reference: str  # the pipeline every other one is compared with
     candidates: int
     held_out_candidates: int = 0
+    knn: KnnChoice | None = None  # what the dev candidates chose for the kNN rankers
 
     @property
     def selected(self) -> PipelineRow | None:
@@ -116,7 +126,7 @@ def judged_pool(scored: pd.DataFrame, rankers: list[str], candidates: np.ndarray
 
 def compare_retrievers(
     pools: dict[str, JudgedPool],
-    reranker: str,
+    rerankers: Sequence[str],
     relevant_total: np.ndarray,
     k: int,
     resamples: int,
@@ -127,7 +137,8 @@ def compare_retrievers(
     """Every retriever's pool (`pools[name]`, the same candidates in the same order, BM25's
     among them) and `relevant_total` (each candidate's relevant jobs in the collection) ->
     the pool table (recall against BM25's) and the pipeline table (each pool in its own
-    order and re-ranked by `reranker`, against `reranker` on BM25's pool); with `held_out`
+    order and re-ranked by each of `rerankers`, against the first on BM25's pool); with
+    `held_out`
     (the same retrievers' pools of held-out-interest queries, the held-out job labelled), each
     pipeline's held-out MRR over `pool_size` too."""
     if BM25_RETRIEVER not in pools:
@@ -150,9 +161,11 @@ def compare_retrievers(
             )
         )
     pipelines = [
-        PipelineRow(name, ranker, _NAN, _NAN) for name in order for ranker in (None, reranker)
+        PipelineRow(name, ranker, _NAN, _NAN) for name in order for ranker in (None, *rerankers)
     ]
-    reference = next(p for p in pipelines if p.retriever == BM25_RETRIEVER and p.reranker)
+    reference = next(
+        p for p in pipelines if p.retriever == BM25_RETRIEVER and p.reranker == rerankers[0]
+    )
     ranked = {p.name: pools[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER] for p in pipelines}
     precision = {p.name: precision_at_k(ranked[p.name], k) for p in pipelines}
     compared = against_reference(
@@ -213,3 +226,115 @@ def with_held_out(
 
 
 _NAN = Interval(float("nan"), float("nan"), float("nan"))
+
+
+# --- kNN-augmented scoring (seed 003) --------------------------------------------------------
+
+KNN_RANKER = "kNN"  # the votes alone (seed 003's "kNN" row)
+
+
+@dataclass(frozen=True)
+class KnnChoice:
+    """What the dev candidates chose (`choose_knn`): the neighbours `k` (the votes alone),
+    then the weight `alpha` of the re-ranker in the mix (1: the re-ranker alone, the votes
+    add nothing that beats noise), with each candidate value's held-out MRR."""
+
+    k: int
+    alpha: float
+    memory: int  # past candidates in the memory
+    dev_candidates: int
+    mrr_by_k: dict[int, float]
+    mrr_by_alpha: dict[float, float]
+
+    @property
+    def lam(self) -> float:
+        """Seed 003's λ, the votes' weight."""
+        return round(1.0 - self.alpha, 2)
+
+
+def mix_name(reranker: str) -> str:
+    return f"{reranker} + {KNN_RANKER}"
+
+
+def choose_knn(
+    memory: InterestMemory,
+    index: Any,
+    dev: pd.DataFrame,
+    vectors: pd.DataFrame,
+    reranker: str,
+    grid: Sequence[int],
+    pool_size: int,
+    resamples: int,
+    seed: int,
+) -> KnnChoice:
+    """Seed 003's order of choices, on held-out-interest pools of dev candidates (`dev`:
+    `candidate_id, job_id, label`, the re-ranker's score column; `vectors`: their
+    `candidate_id, query_vector`): first `k` from `grid` by the votes' own MRR (the smaller
+    on a tie), then the mix weight by `ranking.interpolation.best_alpha`, which keeps the
+    re-ranker alone unless the mix's paired gain has a 95% interval above zero."""
+    candidates = dev["candidate_id"].to_numpy(dtype=np.int64)
+    if len(candidates) == 0:  # nothing to choose on: the smallest k, the re-ranker alone
+        return KnnChoice(min(grid), 1.0, len(memory), 0, {}, {})
+    jobs = dev["job_id"].to_numpy(dtype=np.int64)
+    label = dev["label"].to_numpy()
+    members, similarity, queries = _neighbours(memory, index, vectors, max(grid))
+    mrr_by_k = {}
+    for k in sorted(grid):
+        votes = neighbour_votes(memory, members, similarity, k, queries, candidates, jobs)
+        ranked = rank_within_queries(candidates, votes, label, jobs)
+        mrr_by_k[k] = float(reciprocal_rank(ranked, pool_size).mean())
+    best = max(mrr_by_k.values())
+    k = min(key for key, value in mrr_by_k.items() if value == best)
+    votes = neighbour_votes(memory, members, similarity, k, queries, candidates, jobs)
+    alpha, mrr_by_alpha = best_alpha(
+        candidates,
+        dev[score_column_of(reranker)].to_numpy(dtype=np.float64),
+        votes,
+        label,
+        jobs,
+        resamples,
+        seed,
+    )
+    return KnnChoice(k, alpha, len(memory), len(np.unique(candidates)), mrr_by_k, mrr_by_alpha)
+
+
+def with_knn(
+    scored: pd.DataFrame,
+    vectors: pd.DataFrame,
+    memory: InterestMemory,
+    index: Any,
+    reranker: str,
+    choice: KnnChoice,
+) -> pd.DataFrame:
+    """Scored pool rows with two more rankers' columns: the votes of the chosen `k`
+    (:data:`KNN_RANKER`) and their mix with `reranker`'s score (:func:`mix_name`)."""
+    candidates = scored["candidate_id"].to_numpy(dtype=np.int64)
+    members, similarity, queries = _neighbours(memory, index, vectors, choice.k)
+    votes = neighbour_votes(
+        memory,
+        members,
+        similarity,
+        choice.k,
+        queries,
+        candidates,
+        scored["job_id"].to_numpy(dtype=np.int64),
+    )
+    mixed = interpolate(
+        candidates, scored[score_column_of(reranker)].to_numpy(), votes, choice.alpha
+    )
+    return scored.assign(
+        **{score_column_of(KNN_RANKER): votes, score_column_of(mix_name(reranker)): mixed}
+    )
+
+
+def _neighbours(
+    memory: InterestMemory, index: Any, vectors: pd.DataFrame, k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(neighbours, similarities, query candidate ids) of the candidates with a vector."""
+    known = vectors[vectors["query_vector"].notna()]
+    queries = known["candidate_id"].to_numpy(dtype=np.int64)
+    matrix = np.asarray(
+        [np.asarray(v, dtype=np.float32) for v in known["query_vector"]], dtype=np.float32
+    ).reshape(len(queries), -1)
+    members, similarity = nearest(memory, index, queries, matrix, k)
+    return members, similarity, queries

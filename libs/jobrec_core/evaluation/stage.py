@@ -20,7 +20,9 @@
 5. **Retrievers** (`evaluation.retrievers`): BM25's, the dense and the hybrid pools
    (`search.dense`) for the same candidates, each in its own order and re-ranked by the
    champion; recall of the pool, P@k and nDCG@k against the ground truth, and the held-out
-   interest that would select among them. Experiments 3 and 4's BM25 pools are reused.
+   interest that would select among them. Experiments 3 and 4's BM25 pools are reused. With
+   `knn.dev_candidates`, also the votes of similar past candidates (seed 003), alone and
+   mixed with the champion, `k` and λ chosen on dev candidates (`tune_knn`).
 
 This module alone reads and writes tables here; only the scores come back to the driver,
 where the metrics are numpy (`ranking.metrics`).
@@ -32,7 +34,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import reduce
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
@@ -58,11 +60,18 @@ from jobrec_core.evaluation.protocols import BM25, paper_protocol, triple_docume
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.evaluation.retrievers import (
     BM25_RETRIEVER,
+    KNN_RANKER,
     JudgedPool,
+    KnnChoice,
     RetrieverComparison,
+    choose_knn,
     compare_retrievers,
     judged_pool,
+    mix_name,
+    with_knn,
 )
+from jobrec_core.features.neighbours import InterestMemory, ivf_index
+from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.models.model_io import load_model
 from jobrec_core.models.registry import load_champion, model_entry, model_of
 from jobrec_core.platform import manifest
@@ -81,6 +90,7 @@ from jobrec_core.ranking.factory import (
     RankingInputs,
     baseline_scorers,
     featured_pool,
+    interest_memory,
     queries_of,
     ranking_inputs,
 )
@@ -403,6 +413,7 @@ def run_retrievers(
     if count <= 0 or not is_delta_table(spark, truth_path):
         return None
     rankers = [RetrievalOrderScorer(), champion]
+    knn = tune_knn(spark, config, inputs, champion) if config.knn.dev_candidates > 0 else None
     candidates = held_out_candidates(spark, config, count)
     truth = read_delta(spark, truth_path)
     queries = queries_of(config, inputs, candidates).cache()
@@ -417,6 +428,7 @@ def run_retrievers(
         "ground_truth",
         lambda frame: with_relevance(frame, inputs.jobs, truth),
         (scored.ground_truth, scored.ground_truth_candidates),
+        _knn_columns(knn, inputs, queries, champion),
     )
     queries.unpersist()
     held_out_queries = queries_of(config, inputs, candidates, hold_out=True).cache()
@@ -430,11 +442,13 @@ def run_retrievers(
         "held_out",
         lambda frame: with_held_out_label(frame, held_out_queries),
         (scored.held_out, scored.held_out_candidates),
+        _knn_columns(knn, inputs, held_out_queries, champion),
     )
     held_out_queries.unpersist()
-    return compare_retrievers(
+    rerankers = [champion.name, *([KNN_RANKER, mix_name(champion.name)] if knn else [])]
+    compared = compare_retrievers(
         judged,
-        champion.name,
+        rerankers,
         totals["relevant"].to_numpy(dtype=np.float64),
         settings.k,
         settings.bootstrap_resamples,
@@ -442,6 +456,83 @@ def run_retrievers(
         held_out,
         config.retrieval.top_k,
     )
+    return replace(compared, knn=knn.choice if knn else None)
+
+
+@dataclass(frozen=True)
+class KnnScoring:
+    """The kNN memory, its index and what the dev candidates chose."""
+
+    memory: InterestMemory
+    index: Any
+    choice: KnnChoice
+
+
+def tune_knn(
+    spark: SparkSession, config: JobrecConfig, inputs: RankingInputs, champion: Scorer
+) -> KnnScoring:
+    """The memory (`ranking.factory.interest_memory`) and seed 003's choice of `k` and λ on
+    `knn.dev_candidates` dev-split candidates' held-out interest, through the configured
+    retriever's pool re-ranked by `champion` (`evaluation.retrievers.choose_knn`)."""
+    settings = config.knn
+    memory = interest_memory(spark, config, inputs)
+    index = ivf_index(memory, settings.probes)
+    pairs = manifest.current(config, "pairs")
+    dev = read_delta(spark, str(pairs["triples"])).where(F.col("split") == "dev")
+    candidates = (
+        read_delta(spark, table_path(config, "silver", "candidates"))
+        .join(dev.select("candidate_id").distinct(), "candidate_id")
+        .orderBy(
+            F.xxhash64(F.lit(config.run.seed), F.lit("knn dev"), "candidate_id"), "candidate_id"
+        )
+        .limit(settings.dev_candidates)
+    )
+    queries = queries_of(config, inputs, candidates, hold_out=True).cache()
+    log.info("evaluation 5/5: kNN memory of %d candidates; choosing k and λ on dev", len(memory))
+    pools = _scored_pools(
+        spark,
+        config,
+        inputs,
+        [champion],
+        queries,
+        "retrievers/knn_dev",
+        lambda frame: with_held_out_label(frame, queries),
+        config.retrieval.retriever,
+    )
+    choice = choose_knn(
+        memory,
+        index,
+        pools,
+        _query_vectors(inputs, queries),
+        champion.name,
+        settings.k_grid,
+        config.retrieval.top_k,
+        config.evaluation.bootstrap_resamples,
+        config.run.seed,
+    )
+    queries.unpersist()
+    log.info("evaluation 5/5: kNN chose k=%d, λ=%.2f", choice.k, choice.lam)
+    return KnnScoring(memory, index, choice)
+
+
+def _query_vectors(inputs: RankingInputs, queries: DataFrame) -> pd.DataFrame:
+    vectors = with_query_vectors(
+        queries.select("candidate_id", "own_job_ids"),
+        inputs.tokens,
+        inputs.vectors_file,
+        inputs.words_and_idf,
+    )
+    return _collect(vectors.select("candidate_id", QUERY_VECTOR))
+
+
+def _knn_columns(
+    knn: KnnScoring | None, inputs: RankingInputs, queries: DataFrame, champion: Scorer
+) -> Callable[[pd.DataFrame], pd.DataFrame] | None:
+    """What adds the kNN rankers' columns to a collected pool of `queries` (None: no kNN)."""
+    if knn is None:
+        return None
+    vectors = _query_vectors(inputs, queries)
+    return lambda frame: with_knn(frame, vectors, knn.memory, knn.index, champion.name, knn.choice)
 
 
 def _judged_pools(
@@ -454,12 +545,14 @@ def _judged_pools(
     experiment: str,
     label: Callable[[DataFrame], DataFrame],
     earlier: tuple[pd.DataFrame | None, int],
+    extend: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
 ) -> dict[str, JudgedPool]:
     """Every retriever's pool of `queries` (searches kept in `silver/retrievers/`), scored by
-    `rankers`, labelled by `label` and judged for the candidates `ids`; BM25's taken from
-    `earlier` (an earlier experiment's labelled pools, and how many candidates they hold)
-    when it has them."""
+    `rankers` (and by the rankers `extend` adds on the driver, the kNN ones), labelled by
+    `label` and judged for the candidates `ids`; BM25's taken from `earlier` (an earlier
+    experiment's labelled pools, and how many candidates they hold) when it has them."""
     names = [r.name for r in rankers]
+    judged_names = [*names, *((KNN_RANKER, mix_name(names[1])) if extend else ())]
     pools: dict[str, JudgedPool] = {}
     retrievers: list[Retriever] = [BM25_RETRIEVER]
     retrievers += [r for r in config.evaluation.retrievers if r != BM25_RETRIEVER]
@@ -477,7 +570,9 @@ def _judged_pools(
                 label,
                 retriever,
             )
-        pools[retriever] = judged_pool(found, names, ids)
+        if extend is not None:
+            found = extend(found)
+        pools[retriever] = judged_pool(found, judged_names, ids)
     return pools
 
 

@@ -16,12 +16,15 @@ from dataclasses import dataclass, fields
 
 from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.features.matching import document_tokens
+from jobrec_core.features.neighbours import InterestMemory
+from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.features.queries import candidate_queries
 from jobrec_core.platform import manifest
-from jobrec_core.platform.tables import local_path, read_delta
+from jobrec_core.platform.tables import local_path, read_delta, table_path
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
     DocumentText,
@@ -92,6 +95,23 @@ def queries_of(
         config.run.seed,
         hold_out,
     )
+
+
+def interest_memory(
+    spark: SparkSession, config: JobrecConfig, inputs: RankingInputs
+) -> InterestMemory:
+    """The kNN memory (`features.neighbours`): a seeded sample of `knn.memory_candidates`
+    cleaned candidates, each one's profile vector and jobs."""
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    sample = candidates.orderBy(
+        F.xxhash64(F.lit(config.run.seed), F.lit("knn memory"), "candidate_id"), "candidate_id"
+    ).limit(config.knn.memory_candidates)
+    rows = sample.select("candidate_id", F.array_distinct("sequence.job_id").alias("own_job_ids"))
+    vectors = with_query_vectors(rows, inputs.tokens, inputs.vectors_file, inputs.words_and_idf)
+    frame = vectors.select(
+        "candidate_id", QUERY_VECTOR, F.col("own_job_ids").alias("job_ids")
+    ).toPandas()
+    return InterestMemory.of(frame)
 
 
 def baseline_scorers(config: JobrecConfig, inputs: RankingInputs) -> list[Scorer]:

@@ -172,14 +172,7 @@ class PoolRetriever(Step):
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         frame = frame[frame["query_terms"].map(len) > 0]
-        own = frame[["candidate_id", "own_job_ids"]].explode("own_job_ids").dropna()
-        own = own.rename(columns={"own_job_ids": "job_id"}).astype({"job_id": "int64"})
-        wanted = sorted(set(own["job_id"].tolist()))
-        texts = self.tokens.where(F.col("job_id").isin(wanted)).select("job_id", "doc_tokens")
-        vectors = query_vector_frame(
-            own.merge(texts.toPandas(), on="job_id"),
-            idf_vocabulary(self.vectors_file, self.words_and_idf),
-        )
+        vectors = _query_vectors(frame, self.tokens, self.vectors_file, self.words_and_idf)
         searched = frame.merge(vectors, on="candidate_id", how="left")
         client = make_client(self.connection)
         try:
@@ -232,6 +225,21 @@ class PoolRetriever(Step):
         return _pool_rows(
             retrieved, queries, lambda hit, _position: (hit["bm25"], hit["bm25_rank"])
         )
+
+
+def _query_vectors(
+    frame: pd.DataFrame, tokens: DataFrame, vectors_file: str, words_and_idf: WordsAndIdf
+) -> pd.DataFrame:
+    """`candidate_id, query_vector` of the candidates of `frame` (`own_job_ids`): the profile
+    vectors of their own jobs' text (`tokens`), for one request on the driver."""
+    own = frame[["candidate_id", "own_job_ids"]].drop_duplicates("candidate_id")
+    own = own.explode("own_job_ids").dropna()
+    own = own.rename(columns={"own_job_ids": "job_id"}).astype({"job_id": "int64"})
+    wanted = sorted(set(own["job_id"].tolist()))
+    texts = tokens.where(F.col("job_id").isin(wanted)).select("job_id", "doc_tokens")
+    return query_vector_frame(
+        own.merge(texts.toPandas(), on="job_id"), idf_vocabulary(vectors_file, words_and_idf)
+    )
 
 
 def _search_pools(

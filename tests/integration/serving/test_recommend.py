@@ -35,6 +35,8 @@ def quick(config: JobrecConfig, **evaluation) -> JobrecConfig:
         update={
             "training": config.training.model_copy(update={"launcher": "single", "max_epochs": 2}),
             "evaluation": config.evaluation.model_copy(update=evaluation),
+            # the demo leaves the kNN votes out of experiment 5; the tests keep them
+            "knn": config.knn.model_copy(update={"dev_candidates": 40, "k_grid": [2, 8]}),
         }
     )
 
@@ -179,6 +181,11 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     assert pipelines["bm25 >> DRMM v1"].precision.mean == pytest.approx(truth["DRMM v1"].precision)
     assert all(0 <= p.recall.mean <= 1 for p in compared.pools)
     assert compared.selected is not None
+    # the kNN votes, alone and mixed with the champion, on every pool; k and λ chosen on dev
+    assert compared.knn is not None and compared.knn.k in (2, 8)
+    assert 0 <= compared.knn.lam <= 1 and compared.knn.memory > 0
+    for retriever in ["bm25", *config.evaluation.retrievers[1:]]:
+        assert {f"{retriever} >> kNN", f"{retriever} >> DRMM v1 + kNN"} <= set(pipelines)
 
     text = results.read_text()
     assert "0.966" in text and "learning_curve_sizes.png" in text

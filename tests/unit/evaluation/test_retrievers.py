@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
-from jobrec_core.evaluation.retrievers import compare_retrievers, judged_pool
+from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.evaluation.retrievers import (
+    KNN_RANKER,
+    choose_knn,
+    compare_retrievers,
+    judged_pool,
+    mix_name,
+    with_knn,
+)
+from jobrec_core.features.neighbours import InterestMemory, ivf_index
 from jobrec_core.ranking.scorers import RETRIEVAL_ORDER, score_column_of
+from jobrec_core.results import metrics
 
 CHAMPION = "DRMM v5"
 
@@ -45,7 +57,7 @@ def test_recall_pipelines_and_the_held_out_choice():
         "hybrid": judged_pool(held_hybrid, [RETRIEVAL_ORDER, CHAMPION], candidates),
     }
     compared = compare_retrievers(
-        judged, CHAMPION, np.array([4.0, 2.0]), 1, 200, 0, held_out, pool_size=100
+        judged, [CHAMPION], np.array([4.0, 2.0]), 1, 200, 0, held_out, pool_size=100
     )
     recall = {p.retriever: p.recall.mean for p in compared.pools}
     assert recall == {"bm25": (1 / 4 + 0 / 2) / 2, "hybrid": (2 / 4 + 1 / 2) / 2}
@@ -72,3 +84,57 @@ def test_a_candidate_whose_pool_came_back_empty_still_counts():
     judged = judged_pool(pool([(1, 10, 1, 1, 1)]), [RETRIEVAL_ORDER, CHAMPION], candidates)
     assert judged.relevant_in_pool.tolist() == [1.0, 0.0]
     assert judged.ranked[CHAMPION].queries == 2
+
+
+def test_knn_is_chosen_in_the_seeds_order_and_mixed_only_on_a_real_gain():
+    """Past candidates like the dev ones all liked job 5; the champion puts it second."""
+    direction = np.array([1.0, 0.0], dtype=np.float32)
+    memory = InterestMemory.of(
+        pd.DataFrame(
+            {
+                "candidate_id": [100, 101, 102],
+                "query_vector": [direction, direction, direction],
+                "job_ids": [[5], [5, 9], [5]],
+            }
+        )
+    )
+    index = ivf_index(memory, probes=1)
+    dev_ids = np.repeat(np.arange(1, 7), 3)
+    dev = pd.DataFrame(
+        {
+            "candidate_id": dev_ids,
+            "job_id": np.tile([4, 5, 6], 6),
+            "label": np.tile([0, 1, 0], 6),
+            score_column_of(CHAMPION): np.tile([3.0, 2.0, 1.0], 6),
+        }
+    )
+    vectors = pd.DataFrame({"candidate_id": np.arange(1, 7), "query_vector": [direction] * 6})
+    choice = choose_knn(memory, index, dev, vectors, CHAMPION, [2, 1], 100, 200, 0)
+    assert choice.k == 1  # the votes alone rank job 5 first with either k: the smaller
+    assert choice.mrr_by_k == {1: 1.0, 2: 1.0}
+    assert choice.mrr_by_alpha[1.0] == 0.5 and choice.alpha == 0.6 and choice.lam == 0.4
+    scored = with_knn(dev, vectors, memory, index, CHAMPION, choice)
+    first = scored[scored["candidate_id"] == 1]
+    assert first[score_column_of(KNN_RANKER)].tolist() == [0.0, 1.0, 0.0]
+    mixed = first[score_column_of(mix_name(CHAMPION))].to_numpy()
+    assert mixed.argmax() == 1  # job 5 first once mixed
+    # no dev pool: nothing chosen, the champion alone
+    empty = choose_knn(memory, index, dev.iloc[:0], vectors, CHAMPION, [4, 2], 100, 200, 0)
+    assert (empty.k, empty.alpha, empty.dev_candidates) == (2, 1.0, 0)
+
+
+def test_the_comparison_prints_and_logs_under_names_mlflow_accepts():
+    candidates = np.array([1])
+    frame = pool([(1, 10, 1, 1, 1)])
+    frame[score_column_of(KNN_RANKER)] = 0.0
+    frame[score_column_of(mix_name(CHAMPION))] = 1.0
+    rankers = [RETRIEVAL_ORDER, CHAMPION, KNN_RANKER, mix_name(CHAMPION)]
+    judged = {"bm25": judged_pool(frame, rankers, candidates)}
+    compared = compare_retrievers(
+        judged, [CHAMPION, KNN_RANKER, mix_name(CHAMPION)], np.array([1.0]), 1, 100, 0
+    )
+    report = EvaluationReport(1, {}, retrievers=compared)
+    assert "bm25 >> DRMM v5 + kNN" in report.format()
+    names = metrics(report)
+    assert "retrievers.bm25_drmm_v5_knn.p_at_1" in names
+    assert all(re.fullmatch(r"[\w\-. :/]+", name) for name in names)
