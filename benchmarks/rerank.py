@@ -38,10 +38,11 @@ from jobrec_core.config import load_config
 from jobrec_core.features.histograms import Vocabulary
 from jobrec_core.features.matching import PROFILE_FEATURES, document_features, query_features
 from jobrec_core.features.profile import co_interest_scores, text_similarities
-from jobrec_core.models.drmm import Drmm, DrmmSpec
-from jobrec_core.models.registry import score_frame
+from jobrec_core.models.drmm import spec_from_config
 from jobrec_core.ranking.scorers import WmdScorer
 from jobrec_core.text.vectors import keyed_vectors
+from jobrec_scoring.model import score_frame
+from jobrec_scoring.network import Drmm
 
 K = 10
 TITLE_TERMS = 5  # a generated title's words, about
@@ -168,7 +169,7 @@ def main() -> None:
         20_000, config.embeddings.vector_size, "/tmp/jobrec-bench-vectors.kv"
     )
     vocabulary = vocabulary_of(path)
-    model = Drmm(DrmmSpec.from_config(config, config.embeddings.vector_size)).eval()
+    model = Drmm(spec_from_config(config, config.embeddings.vector_size)).eval()
     rng = np.random.default_rng(11)
     words = vocabulary.words
     zipf = 1.0 / np.arange(1, len(words) + 1)  # word frequencies of text: rank^-1

@@ -34,7 +34,7 @@ BINS = 30
 
 def throughput(args: argparse.Namespace) -> int:
     from jobrec_core.config import load_config
-    from jobrec_core.models.drmm import DrmmSpec
+    from jobrec_core.models.drmm import spec_from_config
     from jobrec_core.platform.spark import get_spark
     from jobrec_core.training.stage import make_plan, training_inputs
     from jobrec_core.training.worker import torchrun_command, write_plan
@@ -50,7 +50,7 @@ def throughput(args: argparse.Namespace) -> int:
     spark = get_spark(config)
     inputs = training_inputs(spark, config)
     spark.stop()
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     rows = []
     for processes in args.processes:
         directory = Path(args.dir) / f"throughput-{processes}"
@@ -129,8 +129,8 @@ def write_synthetic(directory: Path, triples: int, seed: int) -> int:
 def stream_child(directory: str, batch_size: int) -> int:
     """Stream every triple through the training reader; print the count and the decoded
     in-memory size of what went through."""
-    from jobrec_core.models.drmm import DrmmSpec
     from jobrec_core.training.batches import ReaderSettings, TripleStream, loader
+    from jobrec_scoring.network import DrmmSpec
 
     spec = DrmmSpec(
         bins=BINS, histogram="lch", mlp_layers=10, mlp_width=10, gating="idf", gate_dim=1

@@ -241,12 +241,19 @@ def write_report(
     return target
 
 
-def log_report(report: EvaluationReport, context: dict[str, str]) -> str:
-    """One MLflow run `evaluate` with the metrics, tables, plots and the report; its id."""
+def log_report(config: JobrecConfig, report: EvaluationReport, context: dict[str, str]) -> str:
+    """One MLflow run `evaluate` with the metrics, tables, plots and the report, and the
+    evaluation's input Delta tables; its id."""
     import mlflow
+    from pyspark.sql import SparkSession
 
+    from jobrec_core.platform.tracking import log_stage_inputs
+
+    # The session the evaluation ran in: the process that evaluates publishes the report.
+    spark = SparkSession.builder.getOrCreate()
     with mlflow.start_run(run_name="evaluate") as run:
         mlflow.set_tags({"stage": "evaluate", **context})
+        log_stage_inputs(spark, config, report.input_tables)
         mlflow.log_metrics(metrics(report))
         for point in report.curve:
             for name, value in (
@@ -279,6 +286,6 @@ def publish(
         "pairs_config_hash": str(pairs["config_hash"]),
     }
     configure_mlflow(config)
-    run_id = log_report(report, context)
+    run_id = log_report(config, report, context)
     target = Path(folder or local_path(table_path(config, "reports", "evaluation")))
     return write_report(report, target, command, context), run_id

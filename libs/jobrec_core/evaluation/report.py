@@ -38,6 +38,7 @@ class EvaluationReport:
     held_out_found: float = float("nan")  # share of held-out jobs in the pool at all
     agreement: Agreement | None = None  # held-out MRR against ground-truth P@k, across rankers
     retrievers: RetrieverComparison | None = None  # experiment 5: pools and whole pipelines
+    input_tables: list[str] = field(default_factory=list)  # the Delta tables it measured on
 
     def format(self) -> str:
         """The tables, ours next to the paper's."""

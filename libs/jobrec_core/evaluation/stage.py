@@ -72,7 +72,6 @@ from jobrec_core.evaluation.retrievers import (
 )
 from jobrec_core.features.neighbours import InterestMemory, ivf_index
 from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
-from jobrec_core.models.model_io import load_model
 from jobrec_core.models.registry import load_champion, model_entry, model_of
 from jobrec_core.platform import manifest
 from jobrec_core.platform.spark import arrow_batch
@@ -105,6 +104,7 @@ from jobrec_core.ranking.scorers import (
 )
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 from jobrec_core.search.dense import Retriever
+from jobrec_scoring.model import load_model
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +117,23 @@ CurveTrainer = Callable[[list[str] | None, int], CurveTraining]
 
 
 # --- the models ---------------------------------------------------------------------------------
+
+
+def evaluation_tables(spark: SparkSession, config: JobrecConfig) -> list[str]:
+    """The Delta tables the evaluation reads, for its MLflow run: the pairs, the cleaned
+    candidates, what the ranking pipeline reads (`ranking.factory.ranking_inputs`: tokenised
+    jobs, IDF, interest graph) and the generator's ground truth where there is one."""
+    pairs = manifest.current(config, "pairs")
+    embeddings = manifest.current(config, "embeddings")
+    tables = [str(pairs[name]) for name in ("triples", "map_sets", "held_out", "pool_triples")]
+    tables += [
+        table_path(config, "silver", "candidates"),
+        str(embeddings["jobs"]),
+        str(embeddings["idf"]),
+        str(manifest.current(config, "co_interest")["table"]),
+    ]
+    truth = RawLocations.of(config).ground_truth
+    return [*tables, truth] if is_delta_table(spark, truth) else tables
 
 
 def current_models(
@@ -609,6 +626,7 @@ def run_evaluation(
     drmm = drmm_scorers(spark, config, models)
     baselines = baseline_scorers(config, inputs)
     report = EvaluationReport(config.evaluation.k, models, skipped)
+    report.input_tables = evaluation_tables(spark, config)
     # BM25's row of the paper's table is its own order of the MAP sets, not a score column.
     rerankers = [scorer for scorer in baselines if scorer.name != BM25] + drmm
     log.info(

@@ -16,18 +16,15 @@ Words without a word2vec vector (rarer than `embeddings.min_count`) have a zero 
 their similarity to any other word is 0 (the middle bin); their exact matches still count.
 
 Only the counts (CH) are stored, as small integers. The variants are derived on read
-(:func:`transform`): NH = CH / document length, LCH = ln(1 + CH).
+(:func:`jobrec_scoring.inputs.transform`): NH = CH / document length, LCH = ln(1 + CH).
 """
 
 from __future__ import annotations
 
 import zlib
-from typing import Literal
 
 import numpy as np
 import pandas as pd
-
-Variant = Literal["ch", "nh", "lch"]
 
 
 def histogram_counts(
@@ -69,23 +66,6 @@ def histogram_counts(
     offsets += slots
     counts = np.bincount(offsets.ravel(), minlength=documents * terms * width)
     return counts.reshape(documents, terms, width).astype(np.int32)
-
-
-def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> np.ndarray:
-    """CH as stored -> the variant the model reads: CH, NH (by document length) or LCH."""
-    if variant == "ch":
-        return counts.astype(np.float32)
-    if variant == "nh":
-        lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
-        return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
-    if np.issubdtype(counts.dtype, np.integer) and counts.dtype.itemsize <= 2:
-        return _LOG1P_INT16[counts.astype(np.int64) & 0xFFFF]  # a table: log1p costs ~10x more
-    return np.log1p(counts, dtype=np.float32)
-
-
-# ln(1 + c) for every int16 count (the stored type), so LCH is a lookup; counts are never
-# negative, the upper half of the table is never read.
-_LOG1P_INT16 = np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32)
 
 
 def shared_unigrams(

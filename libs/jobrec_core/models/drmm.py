@@ -1,290 +1,37 @@
-"""The Deep Relevance Matching Model (Guo et al. 2016; paper §5.1, §8.2) in plain PyTorch.
+"""The configuration and training side of the DRMM (the network itself is
+:mod:`jobrec_scoring.network`, which ships with every registered model).
 
-Per query term, the matching histogram goes through one MLP shared by all terms and gives a
-score; a softmax over the query terms of `w · x_i` (term gating, `x_i` the term's IDF or its
-word vector) weighs the term scores into the document score. Padded query terms are masked
-out of the softmax, so a batch can mix queries of any length.
-
-Optionally a last linear layer mixes the document score with extra features (common
-unigrams, common bigrams, BM25, the candidate-profile features; `log1p` of each, because raw
-BM25 scores and counts are two orders of magnitude above the document score, and the log
-of the co-interest ratio, `LOG_FLOOR`). Dropout on the extra-feature inputs keeps the
-model from copying BM25 (paper §8.2 v2). The layer starts as "document score only" (weight 1
-on it, 0 on the extras), so two-phase training (phase 1: last layer frozen) first learns the
-histogram part alone, then (phase 2: everything else frozen) how much the extras add.
-
-A model is fully described by a :class:`DrmmSpec` (JSON-able), saved next to its weights:
-whoever loads it (training resume, the MLflow pyfunc, the recommender) rebuilds the same
-network without the training configuration.
+A model's :class:`~jobrec_scoring.network.DrmmSpec` is built here from the run's
+configuration, so the scoring package never reads project configuration.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import Any
-
 import torch
-from torch import nn
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.features.query_vectors import QueryVectors
-
-EXTRA_FEATURES = ("unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest")
-# Extra features entered as log(floor + x) rather than log1p(x): `co_interest` is a ratio
-# of walks to candidates spread over four orders of magnitude (most pools: 0.001 to 1), which
-# log1p would leave nearly linear, its few large values then deciding every pair. The floor
-# was chosen on the dev held-out MRR of a linear model on the demo's pool pairs (1e-4 and
-# 1e-3: 0.191; 1e-2: 0.186; log1p: 0.177), never on the ground truth.
-LOG_FLOOR = {"co_interest": 1e-3}
+from jobrec_scoring.network import Drmm, DrmmSpec
 
 
-@dataclass(frozen=True)
-class DrmmSpec:
-    """Everything needed to rebuild a DRMM; stored with its weights."""
-
-    bins: int  # histogram width is bins + 1 (the exact-match bin)
-    histogram: str  # ch | nh | lch: how stored counts are turned into the model's input
-    mlp_layers: int
-    mlp_width: int
-    gating: str  # idf | embedding
-    gate_dim: int  # 1 for IDF gating, the word-vector size for embedding gating
-    extras: tuple[str, ...] = ()
-    extras_keep: float = 1.0
-    two_phase: bool = False
-    phase2_keep: dict[str, float] = field(default_factory=dict)
-    examples: str = "paper"  # what it is trained on: the paper's triples, or pairs from pools
-    architecture: str = "drmm"  # drmm | knrm | tks: what reads a query term's similarities
-    top_k: int = 10  # tks: the similarities per query term
-    # The term gate also reads each query term's share of the candidate's jobs
-    # (`features.queries.build_query`): one more input channel, `gate_dim` counts it.
-    gate_share: bool = False
-    # DRMM-fields: a query term's histogram of matches in the lead fields (the title) and
-    # its histogram of matches in the rest, side by side: the term MLP reads 2 (bins + 1)
-    # values and can weigh a title match above a description match.
-    field_histograms: bool = False
-    # The model's weight against BM25 when a ranking mixes the two, each z-normalised per
-    # query (`ranking.interpolation`): 1 is the network alone. Not the network's business:
-    # its `score` stays the network's own; whoever ranks a pool applies the mix. Chosen on
-    # dev after training (`model.versions.*.bm25_mix`).
-    bm25_alpha: float = 1.0
-
-    @staticmethod
-    def from_config(config: JobrecConfig, vector_size: int) -> DrmmSpec:
-        version = config.model.selected
-        return DrmmSpec(
-            bins=config.histograms.bins,
-            histogram=config.histograms.variant,
-            mlp_layers=config.model.mlp_layers,
-            mlp_width=config.model.mlp_width,
-            gating=config.model.gating,
-            gate_dim=(1 if config.model.gating == "idf" else vector_size) + version.gate_share,
-            extras=tuple(version.extras),
-            extras_keep=version.extras_keep,
-            two_phase=version.two_phase,
-            phase2_keep={str(k): v for k, v in version.phase2_keep.items()},
-            examples=version.examples,
-            architecture=version.architecture,
-            gate_share=version.gate_share,
-            field_histograms=version.field_histograms,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        values = asdict(self)
-        values["extras"] = list(self.extras)
-        return values
-
-    @staticmethod
-    def from_dict(values: dict[str, Any]) -> DrmmSpec:
-        return DrmmSpec(**{**values, "extras": tuple(values.get("extras", ()))})
-
-
-@dataclass
-class DrmmInputs:
-    """One side of a batch: B (query, document) pairs, queries padded to T terms.
-
-    hist: (B, T, bins + 1) float, the histogram variant the model reads (B, T, 2 (bins + 1)
-        with `field_histograms`: the lead fields' histogram, then the other fields');
-    mask: (B, T) bool, True for real query terms;
-    gate: (B, T, gate_dim) float, IDF or word vector per query term;
-    extras: (B, E) float, raw extra features in the order of `DrmmSpec.extras` (E may be 0).
-    """
-
-    hist: torch.Tensor
-    mask: torch.Tensor
-    gate: torch.Tensor
-    extras: torch.Tensor
-
-    def to(self, device: torch.device | str) -> DrmmInputs:
-        return DrmmInputs(*(t.to(device, non_blocking=True) for t in self.tensors()))
-
-    def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.hist, self.mask, self.gate, self.extras
-
-    @staticmethod
-    def concat(first: DrmmInputs, second: DrmmInputs) -> DrmmInputs:
-        """Both sides of a triple in one forward pass (one DDP reduction per step)."""
-        return DrmmInputs(
-            *(
-                torch.cat(pair, dim=0)
-                for pair in zip(first.tensors(), second.tensors(), strict=True)
-            )
-        )
-
-
-class Drmm(nn.Module):
-    def __init__(self, spec: DrmmSpec) -> None:
-        super().__init__()
-        self.spec = spec
-        self.kernels: KernelPooling | None = None
-        width, hidden = histogram_width(spec), spec.mlp_layers
-        if spec.architecture == "knrm":  # one linear layer over the summed kernels
-            self.kernels = KernelPooling(spec.bins)
-            width, hidden = self.kernels.size, 0
-        elif spec.architecture == "tks":
-            width = spec.top_k
-        layers: list[nn.Module] = []
-        for _ in range(hidden):
-            layers += [nn.Linear(width, spec.mlp_width), nn.Tanh()]
-            width = spec.mlp_width
-        layers.append(nn.Linear(width, 1))
-        self.term_mlp = nn.Sequential(*layers)
-        # Glorot initialisation scaled for tanh: with PyTorch's default a signal fades through
-        # ten tanh layers, the scores start flat and the paper's early-stopping rule (dev
-        # accuracy unchanged) could end training on the initial plateau (seen on the demo).
-        for layer in self.term_mlp:
-            if isinstance(layer, nn.Linear):
-                nn.init.xavier_uniform_(layer.weight, gain=nn.init.calculate_gain("tanh"))
-                nn.init.zeros_(layer.bias)
-        # K-NRM sums its terms without gating: no gate, so DDP sees no unused parameter.
-        self.gate = None if self.kernels is not None else nn.Linear(spec.gate_dim, 1, bias=False)
-        self.combine: nn.Linear | None = None
-        if spec.extras:
-            self.combine = nn.Linear(1 + len(spec.extras), 1)
-            with torch.no_grad():
-                self.combine.weight.zero_()
-                self.combine.weight[0, 0] = 1.0
-                self.combine.bias.zero_()
-        self.phase = 1
-        # Embedding gating: the word vectors of query terms, saved with the weights (not
-        # parameters: they are not trained).
-        self.query_vectors: QueryVectors | None = None
-        self.keep_phase1: torch.Tensor
-        self.keep_phase2: torch.Tensor
-        self.register_buffer("keep_phase1", self._keep_vector({}), persistent=False)
-        self.register_buffer("keep_phase2", self._keep_vector(spec.phase2_keep), persistent=False)
-        self.log_floor: torch.Tensor
-        floors = [LOG_FLOOR.get(name, 0.0) for name in spec.extras]
-        self.register_buffer("log_floor", torch.tensor(floors), persistent=False)
-
-    def _keep_vector(self, overrides: dict[str, float]) -> torch.Tensor:
-        return torch.tensor(
-            [overrides.get(name, self.spec.extras_keep) for name in self.spec.extras],
-            dtype=torch.float32,
-        )
-
-    def forward(
-        self, hist: torch.Tensor, mask: torch.Tensor, gate: torch.Tensor, extras: torch.Tensor
-    ) -> torch.Tensor:
-        """Scores, shape (B,). Positional tensors (not `DrmmInputs`) so that the module can
-        be traced, exported and wrapped by DDP like any other."""
-        # The term encoders run on the real query terms only: a batch pads every query to its
-        # longest (up to 300 terms against a median of about 50), and the padding would be
-        # most of the work. Padded positions score 0 and get no weight below.
-        terms = hist[mask]
-        if self.kernels is not None:
-            document = self._knrm(terms, mask)
-        else:
-            if self.spec.architecture == "tks":
-                terms = top_similarities(counts_of(terms, self.spec.histogram), self.spec)
-            term_scores = torch.zeros(mask.shape, dtype=hist.dtype, device=hist.device)
-            term_scores = term_scores.masked_scatter(mask, self.term_mlp(terms).squeeze(-1))
-            assert self.gate is not None
-            logits = self.gate(gate).squeeze(-1).masked_fill(~mask, float("-inf"))
-            # A query with no terms at all would softmax to NaN; it scores 0 instead.
-            weights = torch.nan_to_num(torch.softmax(logits, dim=1), nan=0.0)
-            document = (weights * term_scores).sum(dim=1)
-        if self.combine is None:
-            return document
-        clamped = extras.clamp_min(0.0)
-        features = torch.where(
-            self.log_floor > 0, torch.log(clamped + self.log_floor), torch.log1p(clamped)
-        )
-        if self.training:
-            keep = self.keep_phase2 if self.phase == 2 else self.keep_phase1
-            features = features * torch.bernoulli(keep.expand_as(features)) / keep
-        return self.combine(torch.cat([document.unsqueeze(1), features], dim=1)).squeeze(1)
-
-    def score(self, inputs: DrmmInputs) -> torch.Tensor:
-        return self(*inputs.tensors())
-
-    def _knrm(self, terms: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        """K-NRM: per query term, log soft-TF of each kernel; summed over the query's terms,
-        then one linear layer (`term_mlp` is that layer here)."""
-        assert self.kernels is not None
-        pooled = torch.log1p(self.kernels(counts_of(terms, self.spec.histogram)))
-        per_query = torch.zeros(
-            (mask.shape[0], pooled.shape[1]), dtype=pooled.dtype, device=pooled.device
-        )
-        owner = mask.nonzero()[:, 0]
-        per_query = per_query.index_add(0, owner, pooled)
-        return self.term_mlp(per_query).squeeze(-1)
-
-
-def histogram_width(spec: DrmmSpec) -> int:
-    """Values per query term in `DrmmInputs.hist`: one histogram, or two with fields."""
-    return (spec.bins + 1) * (2 if spec.field_histograms else 1)
-
-
-def counts_of(histograms: torch.Tensor, variant: str) -> torch.Tensor:
-    """The counts behind a histogram variant: K-NRM and DRMM-TKS count similarities (NH keeps
-    its normalisation by document length, which is K-NRM's soft-TF over a normalised text)."""
-    return torch.round(torch.expm1(histograms)) if variant == "lch" else histograms
-
-
-def bin_centres(bins: int, device: torch.device) -> torch.Tensor:
-    """The similarity each histogram bin stands for: its centre, and 1 for exact matches."""
-    width = 2.0 / bins
-    centres = -1.0 + width * (torch.arange(bins, dtype=torch.float32, device=device) + 0.5)
-    return torch.cat([centres, torch.ones(1, device=device)])
-
-
-class KernelPooling(nn.Module):
-    """K-NRM's RBF kernels (Xiong et al. 2017; seed 002) over a query term's similarities,
-    read from its histogram: each similarity counts at its bin's centre, a quantisation of
-    2 / bins (0.067) against the kernels' width of 0.1. Eleven kernels: exact match (mu 1,
-    sigma 0.001), then mu 0.9, 0.7, ..., -0.9 (sigma 0.1)."""
-
-    def __init__(self, bins: int) -> None:
-        super().__init__()
-        means = torch.tensor([1.0, *[0.9 - 0.2 * i for i in range(10)]])
-        widths = torch.tensor([1e-3, *[0.1] * 10])
-        centres = bin_centres(bins, torch.device("cpu"))
-        weights = torch.exp(-((centres[:, None] - means[None, :]) ** 2) / (2 * widths**2))
-        weights[:-1, 0] = 0.0  # only exact matches sit in the exact-match kernel
-        self.weights: torch.Tensor
-        self.register_buffer("weights", weights, persistent=False)
-
-    def forward(self, counts: torch.Tensor) -> torch.Tensor:
-        return counts @ self.weights
-
-    @property
-    def size(self) -> int:
-        return int(self.weights.shape[1])
-
-
-def top_similarities(counts: torch.Tensor, spec: DrmmSpec) -> torch.Tensor:
-    """DRMM-TKS's input: a query term's `top_k` highest similarities, read from its counts
-    (bin centres, highest first; 0 where the document has fewer terms), shape (N, top_k)."""
-    centres = bin_centres(spec.bins, counts.device)
-    highest_first = torch.flip(counts, dims=[1])
-    reached = torch.cumsum(highest_first, dim=1)
-    ranks = torch.arange(1, spec.top_k + 1, dtype=counts.dtype, device=counts.device)
-    # for the r-th largest similarity: the first bin (from the top) whose running count
-    # reaches r
-    position = torch.searchsorted(reached.contiguous(), ranks.expand(len(counts), -1).contiguous())
-    found = position < counts.shape[1]
-    values = torch.flip(centres, dims=[0])[position.clamp_max(counts.shape[1] - 1)]
-    return torch.where(found, values, torch.zeros_like(values))
+def spec_from_config(config: JobrecConfig, vector_size: int) -> DrmmSpec:
+    """The network the configuration's selected model version describes."""
+    version = config.model.selected
+    return DrmmSpec(
+        bins=config.histograms.bins,
+        histogram=config.histograms.variant,
+        mlp_layers=config.model.mlp_layers,
+        mlp_width=config.model.mlp_width,
+        gating=config.model.gating,
+        gate_dim=(1 if config.model.gating == "idf" else vector_size) + version.gate_share,
+        extras=tuple(version.extras),
+        extras_keep=version.extras_keep,
+        two_phase=version.two_phase,
+        phase2_keep={str(k): v for k, v in version.phase2_keep.items()},
+        examples=version.examples,
+        architecture=version.architecture,
+        gate_share=version.gate_share,
+        field_histograms=version.field_histograms,
+    )
 
 
 def set_phase(model: Drmm, phase: int) -> None:

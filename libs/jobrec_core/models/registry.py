@@ -1,12 +1,10 @@
 """DRMM models in the MLflow model registry: logging, loading by alias, and promotion.
 
-A registered model is an MLflow pyfunc (:class:`DrmmPyfunc`) around the saved network
-(`training.save_model`: spec + weights). Its input is what `build_pairs` stores per (query,
-document), one row each: `query_idf` and `hist` (the flattened count histograms) as lists,
-`lead_hist` too with `field_histograms`, `doc_len`, the extra features the version uses, and
-`query_terms` for embedding gating; its output is one score per row. So the recommender and
-any serving endpoint feed it rows of the MAP-set shape, with no torch code of their own.
-`model_of` gives the torch network back for batch scoring.
+A registered model is an MLflow pyfunc (:class:`jobrec_scoring.model.DrmmPyfunc`) around the
+saved network (`training.save_model`: spec + weights), logged with the `jobrec_scoring` package
+as its only code: it loads and serves with torch, numpy, pandas and MLflow alone. Its input is
+described in :mod:`jobrec_scoring.model`. `model_of` gives the torch network back for batch
+scoring.
 
 Promotion (`jobs/promote_model.py`) never trusts a number logged at training time: it scores
 the challenger and the current champion on the same, current test split, and moves the
@@ -20,55 +18,23 @@ import logging
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import mlflow
 import numpy as np
 import pandas as pd
 import torch
 from mlflow.models import infer_signature
-from mlflow.pyfunc import PythonModel
 
+import jobrec_scoring
 from jobrec_core.config import JobrecConfig
-from jobrec_core.models.drmm import Drmm
-from jobrec_core.models.inputs import (
-    QUERY_TERMS,
-    RAGGED_TYPES,
-    doc_columns,
-    document_inputs,
-    query_columns,
-    query_gate,
-    to_bytes,
-)
-from jobrec_core.models.model_io import load_model
 from jobrec_core.platform import manifest
+from jobrec_scoring.inputs import QUERY_TERMS, RAGGED_TYPES
+from jobrec_scoring.model import MODEL_ARTIFACT, input_columns, score_frame
+from jobrec_scoring.network import Drmm
 
 log = logging.getLogger(__name__)
 
-MODEL_ARTIFACT = "drmm"
-
-
-class DrmmPyfunc(PythonModel):
-    """Scores (query, document) rows with a saved DRMM."""
-
-    def load_context(self, context: Any) -> None:
-        self.model = load_model(context.artifacts[MODEL_ARTIFACT])
-
-    def predict(self, context: Any, model_input: pd.DataFrame, params: Any = None) -> np.ndarray:
-        return score_frame(self.model, model_input)
-
-
-def input_columns(model: Drmm) -> list[str]:
-    return [*query_columns(model.spec), *doc_columns(model.spec)]
-
-
-@torch.no_grad()
-def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
-    """Scores of stored-shape rows (see the module), in their order."""
-    columns = {c: np.asarray(v) for c, v in to_bytes(frame[input_columns(model)].copy()).items()}
-    gate, mask = query_gate(columns, model.spec, model.query_vectors)
-    model.eval()
-    return model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
+SCORING_PACKAGE = Path(jobrec_scoring.__file__).parent
 
 
 def input_example(map_rows: pd.DataFrame, model: Drmm) -> pd.DataFrame:
@@ -90,9 +56,10 @@ def log_drmm(
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         signature = infer_signature(example, score_frame(model, example))
     info = mlflow.pyfunc.log_model(
-        name=MODEL_ARTIFACT,
-        python_model=str(Path(__file__).with_name("pyfunc.py")),
+        **_model_location(),
+        python_model=str(SCORING_PACKAGE / "served.py"),
         artifacts={MODEL_ARTIFACT: str(model_file)},
+        code_paths=[str(SCORING_PACKAGE)],
         signature=signature,
         input_example=example,
         registered_model_name=registered_name,
@@ -105,6 +72,13 @@ def log_drmm(
     )
     version = getattr(info, "registered_model_version", None)
     return str(version) if version is not None else None
+
+
+def _model_location() -> dict[str, str]:
+    """Where the model goes in its run: MLflow 3 names a logged model, MLflow 2 (the 2.21 of
+    Databricks Runtime 16.4 LTS ML) only knows an artifact path."""
+    key = "name" if int(mlflow.__version__.split(".")[0]) >= 3 else "artifact_path"
+    return {key: MODEL_ARTIFACT}
 
 
 def model_of(uri: str) -> Drmm:

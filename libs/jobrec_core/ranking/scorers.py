@@ -34,11 +34,12 @@ from pyspark import Broadcast
 from pyspark.sql import SparkSession
 
 from jobrec_core.features.histograms import Vocabulary
-from jobrec_core.models.drmm import Drmm
-from jobrec_core.models.model_io import load_model, save_model_bytes
+from jobrec_core.models.model_io import save_model_bytes
 from jobrec_core.ranking.interpolation import interpolate
 from jobrec_core.text.vectors import keyed_vectors, worker_cached
 from jobrec_core.text.wmd import DocumentBatch, VectorTable, WmdDocument, similarity, wmd_pairs
+from jobrec_scoring.model import load_model
+from jobrec_scoring.network import Drmm
 
 DOC_TOKENS = "doc_tokens"
 
@@ -198,7 +199,7 @@ class DrmmScorer:
     digest: str  # of the bytes: the worker's cache key
 
     def score(self, frame: pd.DataFrame) -> np.ndarray:
-        from jobrec_core.models.registry import score_frame
+        from jobrec_scoring.model import score_frame
 
         return score_frame(self._model(), frame).astype(np.float64)
 

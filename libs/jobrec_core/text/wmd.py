@@ -33,6 +33,7 @@ import pyarrow as pa
 from ot.lp.emd_wrap import emd_c
 
 from jobrec_core.text.transport import transport_batch
+from jobrec_scoring.vectors import unit_vectors
 
 INF = float("inf")
 EMD_MAX_ITERATIONS = 100_000  # ot.emd2's default
@@ -60,12 +61,6 @@ class WmdDocument:
     @property
     def empty(self) -> bool:
         return self.ids.size == 0
-
-
-def unit_vectors(vectors: np.ndarray) -> np.ndarray:
-    """Unit-length rows, computed as gensim does (`vectors / norms`, float32)."""
-    norms = np.linalg.norm(vectors, axis=1)
-    return (vectors / norms[:, None]).astype(np.float32)
 
 
 @dataclass(frozen=True)

@@ -25,9 +25,9 @@ from petastorm import make_batch_reader
 from petastorm.transform import TransformSpec
 from torch.utils.data import DataLoader, IterableDataset
 
-from jobrec_core.features.query_vectors import QueryVectors
-from jobrec_core.models.drmm import DrmmSpec
-from jobrec_core.models.inputs import (
+from jobrec_core.platform.quiet import quiet_petastorm
+from jobrec_core.platform.tables import local_path
+from jobrec_scoring.inputs import (
     QUERY_TERMS,
     RAGGED_TYPES,
     Columns,
@@ -39,8 +39,8 @@ from jobrec_core.models.inputs import (
     to_bytes,
     triple_columns,
 )
-from jobrec_core.platform.quiet import quiet_petastorm
-from jobrec_core.platform.tables import local_path
+from jobrec_scoring.network import DrmmSpec
+from jobrec_scoring.vectors import QueryVectors
 
 log = logging.getLogger(__name__)
 

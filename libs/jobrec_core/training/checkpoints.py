@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from jobrec_core.models.drmm import Drmm
 from jobrec_core.models.model_io import atomic_save
+from jobrec_scoring.network import Drmm
 
 CHECKPOINT_GLOB = "epoch-*.pt"
 

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from jobrec_core.models.drmm import Drmm
 from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
     mean_average_precision,
@@ -18,6 +17,7 @@ from jobrec_core.ranking.metrics import (
     reciprocal_rank,
 )
 from jobrec_core.training.batches import DocumentStream, ReaderSettings, TripleStream, loader
+from jobrec_scoring.network import Drmm
 
 
 @torch.no_grad()

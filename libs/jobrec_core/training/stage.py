@@ -31,8 +31,8 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.models.drmm import DrmmSpec
-from jobrec_core.models.model_io import load_model, save_model
+from jobrec_core.models.drmm import spec_from_config
+from jobrec_core.models.model_io import save_model
 from jobrec_core.models.registry import model_entry
 from jobrec_core.platform import manifest
 from jobrec_core.platform.plots import chart
@@ -42,6 +42,8 @@ from jobrec_core.training.promotion import GateFiles
 from jobrec_core.training.scoring import tune_bm25_alpha
 from jobrec_core.training.tuning import Trial, best_trial
 from jobrec_core.training.worker import result_file, torchrun_command, train_worker, write_plan
+from jobrec_scoring.model import load_model
+from jobrec_scoring.network import DrmmSpec
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,7 @@ class TrainingInputs:
     files: dict[str, list[str]]  # split -> Parquet file URLs of the current snapshot
     versions: dict[str, str]  # what the model was trained on, as MLflow tags
     vectors_file: str  # the word vectors of that embeddings version (embedding gating)
+    tables: tuple[str, ...]  # the Delta tables the files are snapshots of
 
     def file_counts(self) -> dict[str, int]:
         return {split: len(files) for split, files in self.files.items()}
@@ -102,7 +105,7 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             "existed): rerun jobs/build_pairs.py"
         )
     triples, map_sets = str(pairs["triples"]), str(pairs["map_sets"])
-    held_out = str(pairs["held_out"])
+    held_out, pool_triples = str(pairs["held_out"]), str(pairs["pool_triples"])
     files = (
         {split: snapshot_files(spark, triples, split) for split in ("train", "dev", "test")}
         | {split: snapshot_files(spark, map_sets, split) for split in ("map_dev", "map_test")}
@@ -110,7 +113,7 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             split: snapshot_files(spark, held_out, split)
             for split in ("held_out_dev", "held_out_test")
         }
-        | {"pool": snapshot_files(spark, str(pairs["pool_triples"]), "pool_train")}
+        | {"pool": snapshot_files(spark, pool_triples, "pool_train")}
     )
     if not files["train"]:
         raise RuntimeError(
@@ -122,7 +125,7 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
         "index": str(pairs["index"]),
         "pairs_config_hash": str(pairs["config_hash"]),
         "triples_table_version": str(delta_version(spark, triples)),
-        "pool_triples_table_version": str(delta_version(spark, str(pairs["pool_triples"]))),
+        "pool_triples_table_version": str(delta_version(spark, pool_triples)),
         "map_sets_table_version": str(delta_version(spark, map_sets)),
         "dataset": config.data.preset,
     }
@@ -132,7 +135,14 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             f"the pairs were built with embeddings {pairs['embeddings']} but the manifest's "
             f"current embeddings are {embeddings['version']}: rerun jobs/build_pairs.py"
         )
-    return TrainingInputs(triples, map_sets, files, versions, local_path(embeddings["vectors"]))
+    return TrainingInputs(
+        triples,
+        map_sets,
+        files,
+        versions,
+        local_path(embeddings["vectors"]),
+        (triples, map_sets, held_out, pool_triples),
+    )
 
 
 def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -> str:
@@ -194,7 +204,7 @@ def train_unregistered(
     split), selected on the usual dev split, and not registered: for the learning curve and
     hyper-parameter trials. Checkpoints go to `models/<folder>`, emptied first."""
     inputs = training_inputs(spark, config)
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     directory = Path(local_path(config.path(f"{config.data.preset}/models/{folder}")))
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True)
@@ -237,7 +247,7 @@ def recorded_result(spark: SparkSession, config: JobrecConfig) -> TrainResult | 
     from jobrec_core.platform.tracking import configure_mlflow
 
     entry = manifest.read_manifest(config).get(model_entry(config.model.version))
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     current = training_key(config, spec, training_inputs(spark, config))
     if entry is None or entry.get("training_key") != current or not entry.get("run_id"):
         return None
@@ -254,7 +264,7 @@ def run_tuning(
     (`training.tuning`); the trials are logged to one MLflow run, `tune_drmm`."""
     import mlflow
 
-    from jobrec_core.platform.tracking import configure_mlflow
+    from jobrec_core.platform.tracking import configure_mlflow, log_stage_inputs
 
     measured = []
     for number, (overrides, config) in enumerate(trials, start=1):
@@ -267,6 +277,7 @@ def run_tuning(
     configure_mlflow(trials[0][1])
     with mlflow.start_run(run_name="tune_drmm"):
         mlflow.set_tag("stage", "tune_drmm")
+        log_stage_inputs(spark, trials[0][1], training_inputs(spark, trials[0][1]).tables)
         for step, trial in enumerate(measured, start=1):
             mlflow.log_metric("trial_dev_held_out_mrr", trial.dev_mrr, step=step)
         mlflow.log_dict({"trials": [asdict(t) for t in measured]}, "trials.json")
@@ -352,10 +363,10 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
     import mlflow
 
     from jobrec_core.models.registry import input_example, log_drmm
-    from jobrec_core.platform.tracking import configure_mlflow
+    from jobrec_core.platform.tracking import configure_mlflow, log_stage_inputs
 
     inputs = training_inputs(spark, config)
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     key = training_key(config, spec, inputs)
     checkpoint_dir = Path(
         local_path(
@@ -393,6 +404,8 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
             mlflow.log_params(_flat("spec", spec.to_dict()))
             mlflow.log_params(_flat("training", config.training.model_dump()))
             mlflow.log_dict(manifest.read_manifest(config), "manifest.json")
+        # Again when resumed: a retry in another job run tags that run.
+        log_stage_inputs(spark, config, inputs.tables)
         plan = make_plan(config, spec, inputs, str(checkpoint_dir))
         plan = replace(plan, tracking_uri=mlflow.get_tracking_uri(), run_id=run.info.run_id)
         result = launch(spark, config, plan)

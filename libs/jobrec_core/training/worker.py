@@ -33,8 +33,8 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
-from jobrec_core.features.query_vectors import QueryVectors
-from jobrec_core.models.drmm import Drmm, DrmmInputs, DrmmSpec, hinge_loss, phases, set_phase
+from jobrec_core.features.query_vectors import query_vectors_of
+from jobrec_core.models.drmm import hinge_loss, phases, set_phase
 from jobrec_core.models.model_io import FINAL_MODEL, save_model
 from jobrec_core.training.batches import (
     ReaderSettings,
@@ -44,6 +44,7 @@ from jobrec_core.training.batches import (
 from jobrec_core.training.checkpoints import Checkpoints
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.scoring import evaluate
+from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +123,7 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
     if spec.gating == "embedding":
         if plan.vectors_file is None:
             raise ValueError("embedding gating needs the plan's vectors_file")
-        model.query_vectors = QueryVectors.from_keyed_vectors(plan.vectors_file)
+        model.query_vectors = query_vectors_of(plan.vectors_file)
     checkpoints = Checkpoints(Path(plan.checkpoint_dir))
     state = checkpoints.latest()
     progress = _Progress()

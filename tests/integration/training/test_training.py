@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -22,9 +23,9 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.models.drmm import Drmm, DrmmSpec
-from jobrec_core.models.model_io import load_model, save_model
-from jobrec_core.models.registry import input_example, log_drmm, score_frame
+from jobrec_core.models.drmm import spec_from_config
+from jobrec_core.models.model_io import save_model
+from jobrec_core.models.registry import input_example, log_drmm
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, snapshot_files
 from jobrec_core.platform.tracking import configure_mlflow, registry_client
@@ -40,6 +41,8 @@ from jobrec_core.training.stage import (
 )
 from jobrec_core.training.tuning import best_trial
 from jobrec_core.training.worker import result_file, torchrun_command, write_plan
+from jobrec_scoring.model import load_model, score_frame
+from jobrec_scoring.network import Drmm
 
 pytestmark = pytest.mark.integration
 
@@ -59,7 +62,7 @@ def test_triples_stream_from_the_current_snapshot_only(spark, tiny, tiny_pairs):
     entry = manifest.current(config, "pairs")
     files = snapshot_files(spark, entry["triples"], "train")
     expected = read_delta(spark, entry["triples"]).where("split = 'train'").count()
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     streamed = [len(b) for b in loader(TripleStream(ReaderSettings(tuple(files), 16), spec))]
     assert sum(streamed) == expected == entry["splits"]["train"]
     # Two shards split the rows between them, without overlap or loss.
@@ -137,7 +140,7 @@ def test_training_twice_on_the_same_data_gives_the_same_model_and_metrics(spark,
 
 def test_a_killed_torchrun_resumes_from_its_checkpoint(spark, tiny, tiny_pairs, tmp_path):
     config = with_training(tiny[0], max_epochs=3, early_stop_patience=10)
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     inputs = training_inputs(spark, config)
 
     def torchrun(directory: Path) -> subprocess.Popen:
@@ -199,7 +202,7 @@ def register(config: JobrecConfig, model, spark, status: str = "FINISHED") -> st
 def bm25_model(config: JobrecConfig, sign: float) -> Drmm:
     """A DRMM with the BM25 extra whose score is `sign` * log1p(BM25): BM25's order (or its
     reverse), whatever the histograms say."""
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     model = Drmm(replace(spec, extras=("bm25",), extras_keep=1.0, phase2_keep={}))
     assert model.combine is not None
     with torch.no_grad():
@@ -285,7 +288,7 @@ def test_tuning_trains_each_trial_and_logs_the_choice(spark, tiny, tiny_pairs):
 
 def test_plan_survives_json(spark, tiny, tiny_pairs, tmp_path):
     config = tiny[0]
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     plan = make_plan(config, spec, training_inputs(spark, config), str(tmp_path))
     assert TrainPlan(**json.loads(json.dumps(asdict(plan)))) == plan
 
@@ -322,7 +325,7 @@ def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     config = config.model_copy(
         update={"model": config.model.model_copy(update={"version": version})}
     )
-    spec = DrmmSpec.from_config(config, config.embeddings.vector_size)
+    spec = spec_from_config(config, config.embeddings.vector_size)
     inputs = training_inputs(spark, config)
     plan = make_plan(config, spec, inputs, "unused")
     assert plan.train_files == inputs.files["pool"] and plan.train_files != inputs.files["train"]
@@ -347,3 +350,101 @@ def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
             config.histograms.bins + 1
         )
         assert "lead_hist" in pyfunc.metadata.get_input_schema().input_names()
+
+
+# Run by the served model's processes: the project's source folder leaves `sys.path`, and the
+# packages only the pipeline needs cannot be imported, so the model must load from what it
+# was logged with (its `code/` folder and its pip requirements).
+PROJECT_FREE_SITE = """
+import os, sys
+sys.path[:] = [p for p in sys.path if os.path.realpath(p or ".") != {libs!r}]
+BLOCKED = {blocked!r}
+
+class RefuseProjectOnlyPackages:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"{{name}} is not available to the served model")
+        return None
+
+sys.meta_path.insert(0, RefuseProjectOnlyPackages())
+"""
+PIPELINE_ONLY = ("jobrec_core", "pyspark", "delta", "petastorm", "gensim", "ot", "numba", "faiss")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_the_champion_serves_over_http_without_the_project(trained, tmp_path):
+    """`mlflow models serve` (local env manager) on the registered champion, in processes
+    that cannot import the project or the pipeline's packages, answers the logged input
+    example with the scores the model gives in-process."""
+    import urllib.request
+
+    from mlflow.models import Model
+
+    config, outcome = trained
+    name, alias = config.mlflow.model_name, config.mlflow.champion_alias
+    registry_client(config).set_registered_model_alias(name, alias, str(outcome.version))
+    uri = f"models:/{name}@{alias}"
+    configure_mlflow(config)
+    local = Path(mlflow.artifacts.download_artifacts(uri, dst_path=str(tmp_path / "model")))
+    assert (local / "code" / "jobrec_scoring" / "model.py").is_file()
+    example = Model.load(str(local)).load_input_example(str(local))
+    expected = np.asarray(mlflow.pyfunc.load_model(uri).predict(example))
+
+    site = tmp_path / "site"
+    site.mkdir()
+    libs = os.path.realpath(Path(__file__).parents[3] / "libs")
+    (site / "sitecustomize.py").write_text(
+        PROJECT_FREE_SITE.format(libs=libs, blocked=PIPELINE_ONLY)
+    )
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        # the local env manager runs this environment's `uvicorn`
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "MLFLOW_TRACKING_URI": config.mlflow.tracking_uri,
+        "MLFLOW_REGISTRY_URI": config.mlflow.registry_uri or config.mlflow.tracking_uri,
+    }
+    command = ["mlflow", "models", "serve", "-m", uri]
+    command += ["--env-manager", "local", "--host", "127.0.0.1", "--port", str(port)]
+    log_file = tmp_path / "serve.log"
+    with log_file.open("w") as log:
+        server = subprocess.Popen(
+            command,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            executable=str(Path(sys.executable).with_name("mlflow")),
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 180
+        while True:
+            assert server.poll() is None, log_file.read_text()[-3000:]
+            try:
+                with urllib.request.urlopen(f"{base}/ping", timeout=2) as answer:
+                    if answer.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, log_file.read_text()[-3000:]
+            time.sleep(0.5)
+        request = urllib.request.Request(
+            f"{base}/invocations",
+            data=(local / "serving_input_example.json").read_bytes(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as answer:
+            served = np.asarray(json.loads(answer.read())["predictions"], dtype=np.float64)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    np.testing.assert_allclose(served, expected, rtol=1e-6)

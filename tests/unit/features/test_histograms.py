@@ -8,9 +8,9 @@ from jobrec_core.features.histograms import (
     histogram_counts,
     shared_bigrams,
     shared_unigrams,
-    transform,
 )
 from jobrec_core.features.matching import document_features, query_features
+from jobrec_scoring.inputs import transform
 from tests.helpers import BINS, reference_histogram
 
 

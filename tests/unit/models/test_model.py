@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from jobrec_core.models.drmm import Drmm, DrmmInputs, DrmmSpec, hinge_loss, phases, set_phase
-from jobrec_core.models.inputs import document_inputs, pad_queries, query_gate, to_bytes
+from jobrec_core.models.drmm import hinge_loss, phases, set_phase
 from jobrec_core.ranking.metrics import (
     average_precision_at_k,
     mean_average_precision,
@@ -20,6 +19,8 @@ from jobrec_core.training.batches import ReaderSettings, rebatch
 from jobrec_core.training.promotion import Scores, decide
 from jobrec_core.training.scoring import SplitScores
 from jobrec_core.training.worker import best_epoch, should_stop
+from jobrec_scoring.inputs import document_inputs, pad_queries, query_gate, to_bytes
+from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
 
 BINS = 30
 
@@ -295,7 +296,7 @@ def test_promotion_gate_needs_a_significant_paired_gain_over_the_champion():
 
 
 def test_query_vectors_look_up_words_in_any_script_and_zero_the_unknown():
-    from jobrec_core.features.query_vectors import QueryVectors
+    from jobrec_scoring.vectors import QueryVectors
 
     words = ["λογιστής", "nurse", "driver"]
     table = QueryVectors.of([w.encode() for w in words], np.array([[3.0, 4.0], [1, 0], [0, 2]]))
@@ -309,8 +310,8 @@ def test_query_vectors_look_up_words_in_any_script_and_zero_the_unknown():
 def test_embedding_gate_places_each_words_vector_at_its_term():
     import pandas as pd
 
-    from jobrec_core.features.query_vectors import QueryVectors
-    from jobrec_core.models.inputs import query_gate
+    from jobrec_scoring.inputs import query_gate
+    from jobrec_scoring.vectors import QueryVectors
 
     table = QueryVectors.of([b"a", b"b", b"c"], np.eye(3))
     frame = to_bytes(
@@ -329,7 +330,7 @@ def test_embedding_gate_places_each_words_vector_at_its_term():
 def test_the_gate_reads_each_terms_share_of_the_candidates_jobs_as_one_more_channel():
     import pandas as pd
 
-    from jobrec_core.models.inputs import query_columns, query_gate
+    from jobrec_scoring.inputs import query_columns, query_gate
 
     shared = spec(gate_share=True, gate_dim=2)
     assert query_columns(shared) == ["query_idf", "query_job_share"]
@@ -345,7 +346,7 @@ def test_the_gate_reads_each_terms_share_of_the_candidates_jobs_as_one_more_chan
 
 
 def test_tks_reads_the_highest_similarities_from_the_counts():
-    from jobrec_core.models.drmm import top_similarities
+    from jobrec_scoring.network import top_similarities
 
     counts = torch.zeros(2, BINS + 1)
     counts[0, BINS] = 2  # two exact matches

@@ -6,16 +6,17 @@ Shared by training (Petastorm batches) and scoring (the registered pyfunc, the r
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 import torch
 
-from jobrec_core.features.histograms import Variant, transform
-from jobrec_core.features.query_vectors import TERM_SEPARATOR, QueryVectors
-from jobrec_core.models.drmm import DrmmInputs, DrmmSpec
+from jobrec_scoring.network import DrmmInputs, DrmmSpec
+from jobrec_scoring.vectors import TERM_SEPARATOR, QueryVectors
 
 Columns = dict[str, np.ndarray]
+Variant = Literal["ch", "nh", "lch"]
 
 
 @dataclass
@@ -183,3 +184,20 @@ def decode_documents(
         bm25_rank=np.asarray(columns["bm25_rank"], dtype=np.int64),
         bm25=np.asarray(columns["bm25"], dtype=np.float64),
     )
+
+
+def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> np.ndarray:
+    """CH as stored -> the variant the model reads: CH, NH (by document length) or LCH."""
+    if variant == "ch":
+        return counts.astype(np.float32)
+    if variant == "nh":
+        lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
+        return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
+    if np.issubdtype(counts.dtype, np.integer) and counts.dtype.itemsize <= 2:
+        return _LOG1P_INT16[counts.astype(np.int64) & 0xFFFF]  # a table: log1p costs ~10x more
+    return np.log1p(counts, dtype=np.float32)
+
+
+# ln(1 + c) for every int16 count (the stored type), so LCH is a lookup; counts are never
+# negative, the upper half of the table is never read.
+_LOG1P_INT16 = np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32)

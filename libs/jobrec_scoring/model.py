@@ -1,0 +1,67 @@
+"""A saved DRMM (spec, weights, query vectors), how it scores stored-shape rows, and the MLflow
+pyfunc around it.
+
+The registered model's input is what `build_pairs` stores per (query, document), one row
+each: `query_idf` and `hist` (the flattened count histograms) as lists, `lead_hist` too with
+`field_histograms`, `doc_len`, the extra features the version uses, and `query_terms` for
+embedding gating; its output is one score per row. So the recommender and any serving
+endpoint feed it rows of the MAP-set shape, with no torch code of their own.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from mlflow.pyfunc import PythonModel
+
+from jobrec_scoring.inputs import doc_columns, document_inputs, query_columns, query_gate, to_bytes
+from jobrec_scoring.network import Drmm, DrmmSpec
+from jobrec_scoring.vectors import QueryVectors
+
+MODEL_ARTIFACT = "drmm"
+
+
+def model_payload(model: Drmm) -> dict[str, Any]:
+    """What a saved model holds: its spec (JSON-able), weights and query vectors."""
+    payload: dict[str, Any] = {"spec": model.spec.to_dict(), "model": model.state_dict()}
+    if model.query_vectors is not None:
+        payload["query_vectors"] = model.query_vectors.to_state()
+    return payload
+
+
+def load_model(source: str | Path | io.BytesIO, device: torch.device | str = "cpu") -> Drmm:
+    """The network :func:`model_payload` saved, in eval mode on `device`."""
+    saved = torch.load(source, map_location=device, weights_only=False)
+    model = Drmm(DrmmSpec.from_dict(saved["spec"]))
+    model.load_state_dict(saved["model"])
+    if "query_vectors" in saved:
+        model.query_vectors = QueryVectors.from_state(saved["query_vectors"])
+    return model.to(device).eval()
+
+
+def input_columns(model: Drmm) -> list[str]:
+    return [*query_columns(model.spec), *doc_columns(model.spec)]
+
+
+@torch.no_grad()
+def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
+    """Scores of stored-shape rows (see the module), in their order."""
+    columns = {c: np.asarray(v) for c, v in to_bytes(frame[input_columns(model)].copy()).items()}
+    gate, mask = query_gate(columns, model.spec, model.query_vectors)
+    model.eval()
+    return model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
+
+
+class DrmmPyfunc(PythonModel):
+    """Scores (query, document) rows with a saved DRMM."""
+
+    def load_context(self, context: Any) -> None:
+        self.model = load_model(context.artifacts[MODEL_ARTIFACT])
+
+    def predict(self, context: Any, model_input: pd.DataFrame, params: Any = None) -> np.ndarray:
+        return score_frame(self.model, model_input)
