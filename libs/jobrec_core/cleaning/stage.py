@@ -42,6 +42,7 @@ from jobrec_core.cleaning.wmd_filter import (
 )
 from jobrec_core.config import CleaningConfig, JobrecConfig
 from jobrec_core.platform import manifest
+from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.quarantine import split_quarantine, write_quarantine
 from jobrec_core.platform.tables import (
     RawLocations,
@@ -192,7 +193,9 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
         prune=config.cleaning.wmd_prune,
         partitions=config.spark.shuffle_partitions,
     )
-    write_delta(outputs.candidates, table_path(config, "silver", "candidates"))
+    # One action computes the whole filter: the documents, the pairs, both scoring passes.
+    with spark_progress(spark, "clean_candidates: rules and WMD filter (silver/candidates)"):
+        write_delta(outputs.candidates, table_path(config, "silver", "candidates"))
     write_delta(outputs.similarities, table_path(config, "silver", "job_similarity"))
     similarities = read_delta(spark, table_path(config, "silver", "job_similarity"))
     pairs = outputs.pairs
@@ -281,7 +284,8 @@ def evaluate_noise_filter(
     )
     truth = read_delta(spark, RawLocations.of(config).ground_truth)
     noise = truth.select("candidate_id", F.explode("noise_job_ids").alias("job_id"))
-    return noise_filter_curve(outputs.similarities, noise, thresholds)
+    with spark_progress(spark, "evaluate_cleaning: exact WMD filter against the noise"):
+        return noise_filter_curve(outputs.similarities, noise, thresholds)
 
 
 def plot_noise_filter_curve(

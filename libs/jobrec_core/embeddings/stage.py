@@ -77,7 +77,7 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
     # and need none of it.
     import mlflow
 
-    from jobrec_core.platform.tracking import configure_mlflow
+    from jobrec_core.platform.tracking import configure_mlflow, log_stage_inputs
 
     started = time.perf_counter()
     bronze = table_path(config, "bronze", "jobs")
@@ -130,6 +130,7 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
         mlflow.set_tags(
             {"stage": "train_embeddings", "embeddings_version": name, "dataset": config.data.preset}
         )
+        log_stage_inputs(spark, config, [bronze])
         mlflow.log_params({f"embeddings.{k}": v for k, v in config.embeddings.model_dump().items()})
         mlflow.log_metrics(
             {

@@ -27,7 +27,6 @@ terms queries are built from (stage 3).
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -53,6 +52,7 @@ from jobrec_core.indexing.documents import (
     writer_options,
 )
 from jobrec_core.platform import manifest
+from jobrec_core.platform.progress import eta_seconds, format_duration, periodic_log
 from jobrec_core.platform.quarantine import (
     QualityReport,
     enforce_budget,
@@ -333,37 +333,24 @@ def _finish(client: Elasticsearch, config: JobrecConfig, index: str, expected: i
 
 
 @contextmanager
-def _progress(
-    client: Elasticsearch, index: str, total: int, every_s: float = 15.0
-) -> Iterator[None]:
+def _progress(client: Elasticsearch, index: str, total: int) -> Iterator[None]:
     """Log documents indexed so far (index stats count them before any refresh)."""
-    stop = threading.Event()
-    started = time.monotonic()
 
-    def report() -> None:
-        while not stop.wait(every_s):
-            try:
-                stats = client.indices.stats(index=index, metric="indexing")
-                done = int(stats["_all"]["primaries"]["indexing"]["index_total"])
-            except Exception:  # the node may be restarting; the write itself will say so
-                continue
-            elapsed = time.monotonic() - started
-            log.info(
-                "%s: %s/%s documents written (%.0f%%), %.0f docs/s",
-                index,
-                f"{done:,}",
-                f"{total:,}",
-                100 * done / max(total, 1),
-                done / elapsed,
-            )
+    def describe(elapsed: float) -> str | None:
+        try:
+            stats = client.indices.stats(index=index, metric="indexing")
+            done = int(stats["_all"]["primaries"]["indexing"]["index_total"])
+        except Exception:  # the node may be restarting; the write itself will say so
+            return None
+        line = (
+            f"{index}: {done:,}/{total:,} documents written ({100 * done / max(total, 1):.0f}%), "
+            f"{done / elapsed:.0f} docs/s"
+        )
+        remaining = eta_seconds(done, total, elapsed)
+        return line if remaining is None else f"{line}, about {format_duration(remaining)} left"
 
-    thread = threading.Thread(target=report, name="index-progress", daemon=True)
-    thread.start()
-    try:
+    with periodic_log(describe, logger=log):
         yield
-    finally:
-        stop.set()
-        thread.join(timeout=5)
 
 
 # --- the stage ------------------------------------------------------------------------------
@@ -375,7 +362,7 @@ def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
     # driver needs it.
     import mlflow
 
-    from jobrec_core.platform.tracking import configure_mlflow
+    from jobrec_core.platform.tracking import configure_mlflow, log_stage_inputs
 
     silver = table_path(config, "silver", "jobs")
     try:
@@ -395,8 +382,10 @@ def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
         "table": silver,
         "table_version": source_version,
     }
+    tables = [silver]
     if config.indexing.vectors:
         embeddings = manifest.current(config, "embeddings")
+        tables.append(str(embeddings["idf"]))
         documents = with_job_vectors(
             documents,
             jobs,
@@ -416,6 +405,7 @@ def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
         mlflow.set_tags(
             {"stage": "index_jobs", "index": result.index, "dataset": config.data.preset}
         )
+        log_stage_inputs(spark, config, tables)
         mlflow.log_params(
             {f"indexing.{k}": v for k, v in config.indexing.model_dump().items()}
             | {"similarity.k1": config.elasticsearch.similarity.k1}

@@ -35,9 +35,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import reduce
 
@@ -76,6 +74,7 @@ from jobrec_core.pairs.splits import (
     split_sizes,
 )
 from jobrec_core.platform import manifest
+from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.spark import arrow_batch, schema_columns
 from jobrec_core.platform.tables import local_path, read_delta, table_path, write_delta
 from jobrec_core.search.bm25 import (
@@ -161,7 +160,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     queries_frame = build_queries(
         inputs, str(embeddings["version"]), words_and_idf, config.queries, seed
     )
-    with _step("queries (silver/queries)"):
+    with _step(spark, "queries (silver/queries)"):
         write_delta(queries_frame, queries_path)
     queries = read_delta(spark, queries_path)
     searchable = queries.where(F.size("query_terms") > 0)
@@ -173,7 +172,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     retrieval_path = table_path(config, "silver", "retrieval")
     partitions = spark.sparkContext.defaultParallelism
     checkpoint = RetrievalCheckpoint(config, retrieval_path, QUARANTINE_SOURCE, tuple(BOTH_QUERIES))
-    with _step(f"retrieval from {index} (silver/retrieval)"):
+    with _step(spark, f"retrieval from {index} (silver/retrieval)"):
         retrieved = checkpoint(
             retrieve(searchable, connection, index, config.retrieval, partitions), queries
         )
@@ -205,7 +204,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     )
     more_lists = _more_training_lists(spark, config, candidates, jobs, assigned, index)
     profiles_path = table_path(config, "gold", "pairs/profiles")
-    with _step("candidate-profile features (gold/pairs/profiles)"):
+    with _step(spark, "candidate-profile features (gold/pairs/profiles)"):
         wanted = reduce(
             DataFrame.unionByName,
             [
@@ -238,7 +237,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
         side("pos", "positive_job_id"), ["candidate_id", "positive_job_id"]
     ).join(side("neg", "neg_job_id"), ["candidate_id", "neg_job_id"])
     triples_path = table_path(config, "gold", "pairs/triples")
-    with _step("triples with features (gold/pairs/triples)"):
+    with _step(spark, "triples with features (gold/pairs/triples)"):
         write_delta(
             triple_features(triples, vectors_file, words_and_idf, bins),
             triples_path,
@@ -259,9 +258,9 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             ("MAP sets with features (gold/pairs/map_sets)", map_path, map_docs),
             ("held-out sets with features (gold/pairs/held_out)", held_out_path, held_out_docs),
         ):
-            with _step(name):
+            with _step(spark, name):
                 write_delta(featured(rows), path, partition_by=["split"])
-        with _step("training pairs from the pools (gold/pairs/pool_triples)"):
+        with _step(spark, "training pairs from the pools (gold/pairs/pool_triples)"):
             sampled = featured(pool_docs)
             if more_lists is not None:
                 rows, _ = more_lists
@@ -363,7 +362,7 @@ def _more_training_lists(
         list(config.queries.fields),
     )
     lists_path = table_path(config, "silver", "training_lists")
-    with _step("queries of the further training lists (silver/training_lists)"):
+    with _step(spark, "queries of the further training lists (silver/training_lists)"):
         queries = build_queries(
             inputs,
             str(embeddings["version"]),
@@ -381,7 +380,9 @@ def _more_training_lists(
     checkpoint = RetrievalCheckpoint(
         config, table_path(config, "silver", "retrieval_lists"), QUARANTINE_SOURCE
     )
-    with _step(f"retrieval of the further training lists from {index} (silver/retrieval_lists)"):
+    with _step(
+        spark, f"retrieval of the further training lists from {index} (silver/retrieval_lists)"
+    ):
         retrieved = checkpoint(
             retrieve(
                 queries.where(F.size("query_terms") > 0),
@@ -402,14 +403,6 @@ def _more_training_lists(
     return rows, queries.select("candidate_id", "owner_id")
 
 
-@contextmanager
-def _step(name: str) -> Iterator[None]:
-    started = time.perf_counter()
-    log.info("build_pairs: %s ...", name)
-    yield
-    log.info("build_pairs: %s done in %.1fs", name, time.perf_counter() - started)
-
-
 def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
     """The interest graph of every candidate (`features.profile.co_interest_table`), written
     to `silver/co_interest` and named in the manifest for the ranking pipeline. A cleaned
@@ -425,10 +418,15 @@ def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
         ingested.join(cleaned.select("candidate_id"), "candidate_id", "left_anti")
     )
     path = table_path(config, "silver", "co_interest")
-    with _step("interest graph (silver/co_interest)"):
+    with _step(spark, "interest graph (silver/co_interest)"):
         write_delta(co_interest_table(rows), path)
     manifest.record(config, "co_interest", {"table": path})
     return read_delta(spark, path)
+
+
+def _step(spark: SparkSession, name: str) -> AbstractContextManager[None]:
+    """One step of the stage, logged with its Spark jobs' progress (`platform.progress`)."""
+    return spark_progress(spark, f"build_pairs: {name}")
 
 
 def _counts_by_split(frame: DataFrame) -> dict[str, int]:

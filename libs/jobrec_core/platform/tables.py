@@ -70,7 +70,11 @@ def is_delta_table(spark: SparkSession, path: str) -> bool:
 
 
 def local_path(location: str) -> str:
-    """A path Python's file functions can open: `dbfs:/x` is `/dbfs/x` on Databricks."""
+    """A path Python's file functions can open: `dbfs:/x` is `/dbfs/x` on Databricks, but a
+    Unity Catalog volume's files (`dbfs:/Volumes/...`, as Spark qualifies a `/Volumes/...`
+    table's files) are at `/Volumes/...`, where the cluster mounts volumes."""
+    if location.startswith("dbfs:/Volumes/"):
+        return location[len("dbfs:") :]
     if location.startswith("dbfs:/"):
         return "/dbfs/" + location[len("dbfs:/") :].lstrip("/")
     if location.startswith("file:"):

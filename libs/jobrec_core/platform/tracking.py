@@ -3,23 +3,43 @@
 Locally: a sqlite store (runs and the model registry) plus a folder of artifacts, so that
 registration, aliases and `models:/name@alias` loading behave as on a tracking server. On
 Databricks: the workspace's tracking server and Unity Catalog registry.
+
+Every stage's run says what it ran on and which scheduled run started it
+(:func:`log_stage_inputs`): its input Delta tables as MLflow datasets, and the Databricks job run
+id as a tag.
 """
 
 from __future__ import annotations
 
+import os
+import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import mlflow
 import pandas as pd
+from mlflow.data.delta_dataset_source import DeltaDatasetSource
+from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Run
 from mlflow.exceptions import MlflowException
+from mlflow.models import infer_signature
 from mlflow.tracking import MlflowClient
+from mlflow.types import Schema
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.platform.tables import delta_version, read_delta
 
 # Model-version tags of the promotion gate: `promotion.decision`, `promotion.test_map`, ...
 PROMOTION_TAG = "promotion"
+# The Databricks job run that started this process (`--job-run-id`, see `runtime`), and the
+# tag of the stage runs that carries it.
+JOB_RUN_ID_ENV = "JOBREC_JOB_RUN_ID"
+JOB_RUN_ID_TAG = "job_run_id"
+# `mlflow.data.context` of the tables a stage reads.
+INPUT_CONTEXT = "input"
 
 
 def configure_mlflow(config: JobrecConfig) -> str:
@@ -43,6 +63,63 @@ def configure_mlflow(config: JobrecConfig) -> str:
         )
     mlflow.set_experiment(experiment_id=experiment_id)
     return str(experiment_id)
+
+
+def job_run_id() -> str | None:
+    """The Databricks job run id of this process, if a job started it (`$JOBREC_JOB_RUN_ID`)."""
+    return os.environ.get(JOB_RUN_ID_ENV, "").strip() or None
+
+
+def table_dataset(spark: SparkSession, config: JobrecConfig, path: str) -> MetaDataset:
+    """A Delta table as an MLflow dataset: its path, current version and schema.
+
+    Named `<layer>/<table>@v<version>` (MLflow's own naming of Delta datasets) since the MLflow
+    UI shows the name, and MLflow leaves version 0 out of the source it shows. Metadata only,
+    never the rows: `mlflow.data.from_spark` would log a `SparkDataset`, whose profile counts
+    the rows (a job over the whole table) when it is logged. The digest comes from the name,
+    path, version and schema, so the same snapshot has the same digest in every run."""
+    frame = read_delta(spark, path)
+    version = delta_version(spark, path)
+    root = config.path(config.data.preset) + "/"
+    name = f"{path.removeprefix(root)}@v{version}"
+    source = DeltaDatasetSource(path=path, delta_table_version=version)
+    # `profile` is abstract only to mypy: `Dataset` is no ABC, and MetaDataset has none.
+    return MetaDataset(source, name=name, schema=_schema(frame))  # type: ignore[abstract]
+
+
+def _schema(frame: DataFrame) -> Schema | None:
+    """The table's columns as MLflow types them, from the Delta log alone. MLflow types a map
+    column from its values (a scan of the table), so a table with one is logged without a
+    schema: its path and version still name the snapshot."""
+    if _has_map(frame.schema):
+        return None
+    with warnings.catch_warnings():
+        # Its hint on integer columns is about a model's inputs with missing values, not a table.
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        inputs = infer_signature(frame).inputs
+    return inputs if isinstance(inputs, Schema) else None
+
+
+def _has_map(data_type: DataType) -> bool:
+    if isinstance(data_type, MapType):
+        return True
+    if isinstance(data_type, ArrayType):
+        return _has_map(data_type.elementType)
+    if isinstance(data_type, StructType):
+        return any(_has_map(field.dataType) for field in data_type.fields)
+    return False
+
+
+def log_stage_inputs(spark: SparkSession, config: JobrecConfig, tables: Sequence[str]) -> None:
+    """In the active run: each input Delta table (by path) as a dataset (`mlflow.log_input`,
+    context `input`), and the job run id as the tag `job_run_id` when a job started this
+    process. Logging the same table again in a resumed run adds nothing (MLflow keeps one
+    input per dataset and run)."""
+    run_id = job_run_id()
+    if run_id is not None:
+        mlflow.set_tag(JOB_RUN_ID_TAG, run_id)
+    for path in tables:
+        mlflow.log_input(table_dataset(spark, config, path), context=INPUT_CONTEXT)
 
 
 def registry_client(config: JobrecConfig) -> MlflowClient:

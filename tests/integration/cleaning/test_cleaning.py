@@ -1,5 +1,9 @@
 """Stage 1 on real Spark: tokenisation, embeddings, the WMD filter and the funnel."""
 
+import json
+import logging
+
+import mlflow.data
 import numpy as np
 import pytest
 from delta.tables import DeltaTable
@@ -10,6 +14,7 @@ from jobrec_core.cleaning.stage import clean_candidates, run_cleaning
 from jobrec_core.embeddings.stage import build_embeddings
 from jobrec_core.platform.manifest import current
 from jobrec_core.platform.tables import delta_version, read_delta, table_path
+from jobrec_core.platform.tracking import JOB_RUN_ID_ENV, JOB_RUN_ID_TAG, stage_runs
 from jobrec_core.text.tokens import (
     JOB_TEXT_FIELDS,
     clean_tokens,
@@ -31,16 +36,34 @@ def test_spark_tokens_equal_python_tokens(spark, tiny):
             assert row[tokens_column(field)] == clean_tokens(text, stopwords), (row.job_id, field)
 
 
-def test_embeddings_are_versioned_and_reproducible(spark, tiny, tiny_embeddings):
+def test_embeddings_are_versioned_reproducible_and_tracked(
+    spark, tiny, tiny_embeddings, monkeypatch
+):
     config, _, _ = tiny
     assert current(config, "embeddings")["version"] == tiny_embeddings.version.name
     first = KeyedVectors.load(tiny_embeddings.version.vectors_file, mmap="r")
     assert first.vector_size == config.embeddings.vector_size
+    monkeypatch.setenv(JOB_RUN_ID_ENV, "731")  # as `--job-run-id {{job.run_id}}` sets it
     again = build_embeddings(spark, config)
     assert again.version == tiny_embeddings.version
     second = KeyedVectors.load(again.version.vectors_file)
     assert first.index_to_key == second.index_to_key
     assert np.array_equal(np.asarray(first.vectors), second.vectors)
+    # The stage's MLflow run names the job run and the Delta snapshot it read.
+    run = stage_runs(config, "train_embeddings", limit=1)[0]
+    assert run.data.tags[JOB_RUN_ID_TAG] == "731"
+    bronze = table_path(config, "bronze", "jobs")
+    assert run.inputs is not None
+    [logged] = run.inputs.dataset_inputs
+    assert logged.dataset.name == f"bronze/jobs@v{delta_version(spark, bronze)}"
+    assert logged.dataset.source_type == "delta_table"
+    assert json.loads(logged.dataset.source)["path"] == bronze
+    assert logged.dataset.schema is not None
+    columns = json.loads(logged.dataset.schema)["mlflow_colspec"]
+    assert [c["name"] for c in columns] == read_delta(spark, bronze).columns
+    assert {(t.key, t.value) for t in logged.tags} == {("mlflow.data.context", "input")}
+    source = mlflow.data.get_source(logged)  # the snapshot can be read back
+    assert source.load().count() == read_delta(spark, bronze).count()
 
 
 def test_idf_is_log_n_over_df(spark, tiny, tiny_embeddings):
@@ -104,8 +127,9 @@ def test_wmd_filter_drops_the_unrelated_job(spark, tiny, controlled, prune):
     assert decisions[(100, 1)] == "keep"
 
 
-def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embeddings):
+def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embeddings, caplog):
     config, _, _ = tiny
+    caplog.set_level(logging.INFO, logger="jobrec_core.platform.progress")
     bronze = table_path(config, "bronze", "candidates")
     table = DeltaTable.forPath(spark, bronze)
     before = delta_version(spark, bronze)
@@ -130,6 +154,10 @@ def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embedd
     assert funnel.exact_pairs == funnel.distinct_pairs <= funnel.pairs  # no pruning by default
     silver = read_delta(spark, table_path(config, "silver", "candidates")).collect()
     assert len(silver) == funnel.after_wmd_and_rules
+    step = "clean_candidates: rules and WMD filter (silver/candidates)"
+    logged = [r.getMessage() for r in caplog.records]
+    assert f"{step} ..." in logged
+    assert any(line.startswith(f"{step}: done in ") for line in logged)
     for row in silver:
         assert len(row.sequence) >= config.cleaning.min_jobs
         assert row.positive_job_id in {e.job_id for e in row.sequence}
