@@ -1,24 +1,36 @@
-"""Typed configuration: `conf/base.yaml`, an environment overlay, then `--set` overrides.
+"""Typed configuration: `conf/base.yaml`, environment overlays in order, then `--set` overrides.
 
 Every job reads its settings through :func:`load_config`, so that local runs and Databricks
-workflows execute the same code with different files. Validation is strict on purpose: a typo
-in a key or a string where a number belongs fails at start-up with the key and the file that set
-it, instead of silently falling back to a default hours into a run.
+workflows execute the same code with different files. Overlays layer: a Databricks workflow
+runs with `--env databricks --env prod`, what every workspace shares and then what its bundle
+target sets (docs/DEPLOY.md). Validation is strict on purpose: a typo in a key or a string
+where a number belongs fails at start-up with the key and the file that set it, instead of
+silently falling back to a default hours into a run.
 """
 
 from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 ENV_CONF_DIR = "JOBREC_CONF_DIR"
 BASE_FILE = "base.yaml"
+BASE_ENV = "base"  # `--env base`: no overlay, base.yaml alone
+# URL schemes a storage root may carry: both name a local path (`platform.tables.local_path`).
+LOCAL_SCHEMES = ("dbfs", "file")
 
 
 class ConfigError(ValueError):
@@ -35,6 +47,26 @@ class RunConfig(_Section):
 
 class StorageConfig(_Section):
     root: str
+
+    @field_validator("root")
+    @classmethod
+    def _local_root(cls, root: str) -> str:
+        # Spark reads any URL, but Petastorm's reader (pyarrow), the training checkpoints and
+        # the gensim files open the root with Python's file functions: with an object-store URL
+        # the checkpoints land in a local folder named after its scheme (issue 20).
+        if not root.strip():
+            raise ValueError(
+                "empty: on Databricks, the bundle target's overlay sets it "
+                "(--env databricks --env <dev|staging|prod>)"
+            )
+        scheme, separator, _ = root.partition("://")
+        if separator and scheme.lower() not in LOCAL_SCHEMES:
+            raise ValueError(
+                "a remote URL, but training (Petastorm, the checkpoints) and the embeddings "
+                "(gensim) open the storage root as a local path: use a Unity Catalog volume, "
+                "/Volumes/<catalog>/<schema>/<volume>, or another local path"
+            )
+        return root
 
 
 class SparkConfig(_Section):
@@ -406,34 +438,53 @@ def default_conf_dir() -> Path:
 
 
 def load_config(
-    env: str = "local",
+    env: str | Sequence[str] = "local",
     overrides: Iterable[str] = (),
     conf_dir: str | Path | None = None,
 ) -> JobrecConfig:
-    """Load `base.yaml`, merge `<env>.yaml` over it, apply `key=value` overrides, validate.
+    """Load `base.yaml`, merge each overlay `<env>.yaml` over it in order, apply `key=value`
+    overrides, validate.
 
-    Relative local paths (storage root, jar folders, a sqlite tracking store) are resolved
-    against the project root (the parent of the conf folder), so jobs behave the same from any
-    working directory.
+    `env` names the overlays: one name, a comma-separated list (`"databricks,prod"`, what a
+    notebook widget can hold) or a sequence of either (repeated `--env`); `base` alone means
+    none. Relative local paths (storage root, jar folders, a sqlite tracking store) are
+    resolved against the project root (the parent of the conf folder), so jobs behave the same
+    from any working directory.
     """
     directory = Path(conf_dir) if conf_dir is not None else default_conf_dir()
+    names = overlay_names(env)
     origins: dict[tuple[str, ...], str] = {}
     merged = _read_yaml(directory / BASE_FILE)
     _record_origins(merged, (), str(directory / BASE_FILE), origins)
-    if env != "base":
-        overlay_file = directory / f"{env}.yaml"
+    for name in names:
+        overlay_file = directory / f"{name}.yaml"
+        if not overlay_file.is_file():
+            known = sorted(p.stem for p in directory.glob("*.yaml") if p.name != BASE_FILE)
+            raise ConfigError(
+                f"unknown configuration overlay {name!r}: no {overlay_file} "
+                f"(overlays: {', '.join(known) or 'none'})"
+            )
         overlay = _read_yaml(overlay_file)
         deep_merge(merged, overlay, _origin_recorder(str(overlay_file), origins))
     for override in overrides:
         key, value = _parse_override(override)
         deep_merge(merged, _nest(key, value), _origin_recorder(f"--set {override}", origins))
-    merged["env"] = env
+    merged["env"] = ",".join(names) or BASE_ENV
     merged["project_root"] = str(directory.resolve().parent)
     try:
         config = JobrecConfig.model_validate(merged)
     except ValidationError as error:
         raise ConfigError(_describe(error, origins, directory / BASE_FILE)) from None
     return _resolve_local_paths(config)
+
+
+def overlay_names(env: str | Sequence[str]) -> list[str]:
+    """The overlays `env` names, in the order they apply (`base` names none)."""
+    given = [env] if isinstance(env, str) else list(env)
+    names = [name.strip() for item in given for name in item.split(",")]
+    if not all(names):
+        raise ConfigError(f"--env {','.join(given)!r}: an empty overlay name")
+    return [name for name in names if name != BASE_ENV]
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -522,7 +573,9 @@ def _describe(error: ValidationError, origins: dict, base_file: Path) -> str:
         elif problem["type"] == "missing":
             message = "missing key"
         else:
-            message = f"{problem['msg']} (got {problem.get('input')!r})"
+            # A validator's own message needs no "Value error, " before it.
+            reason = problem["msg"].removeprefix("Value error, ")
+            message = f"{reason} (got {problem.get('input')!r})"
         lines.append(f"  {key}: {message} [in {source}]")
     return "\n".join(lines)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from jobrec_core.config import JobrecConfig, load_config
 from jobrec_core.platform.quiet import quiet_petastorm
@@ -22,10 +24,33 @@ NOISY_LOGGERS = (
 )
 
 
+class _Overlays(argparse.Action):
+    """Repeated `--env` layers its overlays in order, kept as one comma-separated string (what
+    `load_config` and a notebook's `env` widget take); the default applies only when none is
+    given (argparse's `append` would keep it as the first overlay)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        chosen = getattr(namespace, self.dest)
+        given = str(values) if chosen is self.default else f"{chosen},{values}"
+        setattr(namespace, self.dest, given)
+
+
 def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """`--env`, `--conf-dir` and repeatable `--set key=value`, identical for every job."""
     parser.add_argument(
-        "--env", default="local", help="configuration overlay: conf/<env>.yaml (default: local)"
+        "--env",
+        default="local",
+        action=_Overlays,
+        metavar="ENV[,ENV]",
+        help="configuration overlay conf/<env>.yaml, merged over conf/base.yaml; repeat it "
+        "(or separate names by commas) to layer several in order, e.g. --env databricks "
+        "--env prod (default: local)",
     )
     parser.add_argument(
         "--conf-dir", default=None, help="folder of base.yaml and the overlays (default: ./conf)"
@@ -37,6 +62,12 @@ def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPa
         default=[],
         metavar="KEY=VALUE",
         help="override one setting, e.g. --set cleaning.wmd_similarity_threshold=0.5",
+    )
+    parser.add_argument(
+        "--job-run-id",
+        default=None,
+        help="the Databricks job run that started this task (the bundle passes "
+        "{{job.run_id}}), tagged on the stage's MLflow run (default: $JOBREC_JOB_RUN_ID)",
     )
     return parser
 
@@ -51,6 +82,13 @@ def start_job(
     """What every entry point does first: parse its arguments, set up logging, load config."""
     args = parser.parse_args(argv)
     setup_logging()
+    if args.job_run_id:
+        # Imported here, not at the top: the tracking module imports MLflow, slow to import.
+        from jobrec_core.platform.tracking import JOB_RUN_ID_ENV
+
+        # The stages read it where they open their MLflow runs (`tracking.log_stage_inputs`),
+        # however deep in the stage; so do the processes they start.
+        os.environ[JOB_RUN_ID_ENV] = args.job_run_id
     return args, config_from_args(args)
 
 

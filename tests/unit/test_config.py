@@ -1,8 +1,10 @@
+import argparse
 from pathlib import Path
 
 import pytest
 
 from jobrec_core.config import ConfigError, load_config
+from jobrec_core.runtime import add_common_arguments, config_from_args
 from tests.helpers import REPO
 
 CONF = REPO / "conf"
@@ -46,10 +48,49 @@ def test_base_holds_the_pipeline_constants():
     assert (config.model.mlp_layers, config.model.mlp_width) == (10, 10)
 
 
-@pytest.mark.parametrize("env", ["local", "databricks"])
+@pytest.mark.parametrize(
+    "env", ["local", "databricks,dev", "databricks,staging", "databricks,prod"]
+)
 def test_every_overlay_validates(env):
     config = load_config(env, conf_dir=CONF)
     assert config.env == env
+
+
+@pytest.mark.parametrize("target", ["dev", "staging", "prod"])
+def test_a_bundle_target_layers_its_overlay_over_databricks(target):
+    config = load_config(["databricks", target], conf_dir=CONF)
+    assert config.env == f"databricks,{target}"
+    assert config.storage.root == f"/Volumes/jobrec_{target}/ml/jobrec"  # a UC volume
+    assert config.mlflow.registry_uri == "databricks-uc"  # conf/databricks.yaml
+    assert config.elasticsearch.auth.secret_scope == "jobrec-elasticsearch"
+    if target != "dev":  # dev's are each developer's own, set by the bundle
+        assert config.mlflow.experiment == f"/Shared/jobrec-{target}"
+        assert config.mlflow.model_name == f"jobrec_{target}.ml.jobrec_drmm"
+
+
+def test_overlays_apply_in_order_and_name_the_file_of_each_value(conf_copy):
+    write(conf_copy, "a.yaml", "cleaning:\n  min_jobs: 5\n  min_top_score: 6\n")
+    write(conf_copy, "b.yaml", "cleaning:\n  min_jobs: 7\n")
+    config = load_config(["local", "a", "b"], conf_dir=conf_copy)
+    assert (config.cleaning.min_jobs, config.cleaning.min_top_score) == (7, 6)
+    assert load_config("local,a,b", conf_dir=conf_copy) == config
+    assert load_config(["local", "b,a"], conf_dir=conf_copy).cleaning.min_jobs == 5
+    write(conf_copy, "b.yaml", "cleaning:\n  min_jobs: seven\n")
+    with pytest.raises(ConfigError, match=r"cleaning.min_jobs.*'seven'.*b\.yaml"):
+        load_config("local,a,b", conf_dir=conf_copy)
+
+
+def test_repeated_env_options_layer_the_overlays():
+    parser = add_common_arguments(argparse.ArgumentParser())
+    assert parser.parse_args([]).env == "local"
+    args = parser.parse_args(["--env", "databricks", "--env", "prod"])
+    assert args.env == "databricks,prod"
+    assert config_from_args(args).env == "databricks,prod"
+
+
+def test_databricks_alone_is_refused_for_want_of_a_target():
+    with pytest.raises(ConfigError, match=r"storage.root: empty.*--env databricks --env"):
+        load_config("databricks", conf_dir=CONF)
 
 
 def test_local_paths_resolve_against_the_project_root(tmp_path, monkeypatch):
@@ -61,9 +102,21 @@ def test_local_paths_resolve_against_the_project_root(tmp_path, monkeypatch):
 
 
 def test_uris_are_left_alone():
-    config = load_config("databricks", conf_dir=CONF)
+    config = load_config("local", ["storage.root=dbfs:/jobrec"], CONF)
     assert config.storage.root == "dbfs:/jobrec"
     assert config.path("silver/candidates") == "dbfs:/jobrec/silver/candidates"
+
+
+@pytest.mark.parametrize(
+    "root", ["abfss://jobrec@account.dfs.core.windows.net/prod", "s3://bucket/jobrec"]
+)
+def test_a_remote_storage_root_is_refused_with_the_reason(root):
+    # Petastorm (pyarrow), the checkpoints and gensim open the root with local file functions.
+    with pytest.raises(ConfigError) as error:
+        load_config("local", [f"storage.root={root}"], CONF)
+    message = str(error.value)
+    assert "storage.root: a remote URL" in message and "/Volumes/<catalog>" in message
+    assert f"[in --set storage.root={root}]" in message
 
 
 def test_set_overrides_win_and_are_parsed_as_yaml():
@@ -113,9 +166,14 @@ def test_missing_key_is_reported(conf_copy):
         load_config("local", conf_dir=conf_copy)
 
 
-def test_missing_overlay_file_is_named():
-    with pytest.raises(ConfigError, match=r"configuration file not found: .*staging\.yaml"):
-        load_config("staging", conf_dir=CONF)
+def test_an_unknown_overlay_is_named_with_the_known_ones():
+    with pytest.raises(ConfigError) as error:
+        load_config(["databricks", "prd"], conf_dir=CONF)
+    message = str(error.value)
+    assert "unknown configuration overlay 'prd'" in message and "prd.yaml" in message
+    assert "(overlays: databricks, dev, local, prod, staging)" in message
+    with pytest.raises(ConfigError, match="an empty overlay name"):
+        load_config("databricks,", conf_dir=CONF)
 
 
 def test_invalid_yaml_is_reported(conf_copy):

@@ -2,15 +2,17 @@
 
 `databricks bundle validate` needs a workspace and its credentials. Most mistakes in a bundle
 do not: a misspelt field, a task depending on a task that does not exist, a variable with no
-value in prod, an entry point missing from the wheel, arguments its job would reject. This
-module resolves the bundle the way the CLI does (includes, the target's overrides, variables)
-and checks it:
+value in prod, an entry point missing from the wheel, arguments its job would reject, a job
+writing to another model than the one the bundle grants access to. This module resolves the
+bundle the way the CLI does (includes, the target's overrides, variables, the names
+development mode gives, `${resources...}` references to fields the bundle sets) and checks it:
 
-- every job against the official job schema of `databricks-bundles` (strict: an unknown field
-  or a wrong type is an error);
-- the workflow graph: task keys, dependencies, clusters, references between jobs;
+- every job, experiment and registered model against the official models of
+  `databricks-bundles` (strict: an unknown field, a wrong type or privilege is an error);
+- the workflow graph: task keys, dependencies, clusters, references between resources;
 - every wheel task: its console script exists and its arguments parse with the job's own
-  parser into a valid configuration.
+  parser into a valid configuration, which names the experiment and the registered model
+  the bundle declares.
 
 What only a workspace can tell (node types, runtime versions, permissions, secret scopes) is
 left to `databricks bundle validate` (docs/DEPLOY.md).
@@ -30,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from jobrec_core.config import ConfigError, deep_merge
+from jobrec_core.config import ConfigError, JobrecConfig, deep_merge
 from jobrec_core.runtime import config_from_args
 
 BUNDLE_FILE = "databricks.yml"
@@ -39,6 +41,12 @@ ENV_VARIABLE_PREFIX = "BUNDLE_VAR_"
 DEPLOY_TIME_PREFIXES = ("bundle.", "workspace.", "resources.")
 REFERENCE = re.compile(r"\$\{([A-Za-z0-9_.\-\[\]]+)\}")
 VARIABLE_PREFIX = "var."
+RESOURCE_PREFIX = "resources."
+# The names development mode gives (the CLI's ApplyPresets): "[dev <you>] " before the name of a
+# job or an experiment (its last path segment), "dev_<you>_" before a Unity Catalog name.
+DEVELOPMENT = "development"
+DEV_PREFIX = "[dev ${workspace.current_user.short_name}] "
+DEV_UC_PREFIX = "dev_${workspace.current_user.short_name}_"
 # The variable holding the arguments every task passes (shown once by `describe`).
 JOB_ARGUMENTS = "job_arguments"
 JOB_ARGUMENTS_SHOWN = "<job arguments>"
@@ -72,7 +80,11 @@ class Bundle:
 
     @property
     def jobs(self) -> dict[str, dict[str, Any]]:
-        return dict(self.settings.get("resources", {}).get("jobs", {}))
+        return self.resources("jobs")
+
+    def resources(self, kind: str) -> dict[str, dict[str, Any]]:
+        """The resources of one kind (`jobs`, `experiments`, `registered_models`), by key."""
+        return dict(self.settings.get("resources", {}).get(kind, {}))
 
     def wheel_tasks(self) -> Iterator[WheelTask]:
         for job, spec in self.jobs.items():
@@ -128,25 +140,43 @@ def load_bundle(
         about,
     )
     substitutions = {**values, **about}
+    mode = overlay.get("mode")
+    resolved = _substitute(settings, substitutions)
+    if mode == DEVELOPMENT:
+        _development_names(resolved.get("resources", {}))
+    fields = _resource_fields(resolved.get("resources", {}))
     return Bundle(
         folder=folder,
         target=name,
-        mode=overlay.get("mode"),
-        variables=values,
-        settings=_substitute(settings, substitutions),
+        mode=mode,
+        variables=_substitute(values, fields),
+        settings=_substitute(resolved, fields),
     )
 
 
-def validate_jobs(bundle: Bundle) -> list[str]:
-    """Every job against the official job model of `databricks-bundles`; the problems found."""
+def validate_resources(bundle: Bundle) -> list[str]:
+    """Every job, experiment and registered model against its official model in
+    `databricks-bundles`; the problems found (a kind it has no model for is one)."""
+    from databricks.bundles.experiments import MlflowExperiment
     from databricks.bundles.jobs import Job
+    from databricks.bundles.registered_models import RegisteredModel
 
+    models: dict[str, Any] = {
+        "jobs": Job,
+        "experiments": MlflowExperiment,
+        "registered_models": RegisteredModel,
+    }
     problems = []
-    for name, spec in bundle.jobs.items():
-        try:
-            Job.from_dict(copy.deepcopy(spec))  # type: ignore[arg-type]
-        except (ValueError, TypeError, KeyError) as error:
-            problems.append(f"resources.jobs.{name}: {error}")
+    for kind, resources in bundle.settings.get("resources", {}).items():
+        model = models.get(kind)
+        if model is None:
+            problems.append(f"resources.{kind}: not a kind this check knows ({', '.join(models)})")
+            continue
+        for name, spec in resources.items():
+            try:
+                model.from_dict(copy.deepcopy(spec))
+            except (ValueError, TypeError, KeyError) as error:
+                problems.append(f"resources.{kind}.{name}: {error}")
     return problems
 
 
@@ -181,10 +211,10 @@ def check_workflows(bundle: Bundle) -> list[str]:
             problems.append(f"unresolved variable ${{{reference}}}")
         elif not reference.startswith(DEPLOY_TIME_PREFIXES):
             problems.append(f"unknown reference ${{{reference}}}")
-        elif reference.startswith("resources.jobs."):
-            job = reference.split(".")[2]
-            if job not in bundle.jobs:
-                problems.append(f"reference to unknown job ${{{reference}}}")
+        elif reference.startswith(RESOURCE_PREFIX):
+            _, kind, key, *_ = [*reference.split("."), "", ""]
+            if key not in bundle.resources(kind):
+                problems.append(f"reference to an undeclared resource ${{{reference}}}")
     if bundle.mode == "production":
         run_as = bundle.settings.get("run_as", {})
         if not any(str(value).strip() for value in run_as.values()):
@@ -201,34 +231,73 @@ def check_entry_points(
     """Every wheel task's console script exists (`entry_points`: name -> `module:function`, as
     in the wheel's metadata) and its arguments parse with that job's own `build_parser()` into a
     valid configuration (read from `conf_dir`, the folder the bundle syncs)."""
+    return [
+        f"resources.jobs.{task.job}.{task.task_key}: {outcome}"
+        for task, outcome in _task_configs(bundle, entry_points, conf_dir)
+        if isinstance(outcome, str)
+    ]
+
+
+def check_ml_artifacts(
+    bundle: Bundle, entry_points: Mapping[str, str], conf_dir: Path
+) -> list[str]:
+    """Every wheel task's configuration names the experiment and the registered model that the
+    bundle declares (so with the permissions and grants declared there): two files hold those
+    names, the bundle for the deploy and conf/<target>.yaml for the jobs and notebooks."""
+    experiments = {spec.get("name") for spec in bundle.resources("experiments").values()}
+    models = {
+        ".".join(str(spec.get(part)) for part in ("catalog_name", "schema_name", "name"))
+        for spec in bundle.resources("registered_models").values()
+    }
     problems = []
-    for task in bundle.wheel_tasks():
+    for task, outcome in _task_configs(bundle, entry_points, conf_dir):
+        if isinstance(outcome, str):
+            continue  # check_entry_points reports it
         where = f"resources.jobs.{task.job}.{task.task_key}"
+        if outcome.mlflow.experiment not in experiments:
+            problems.append(
+                f"{where}: mlflow.experiment {outcome.mlflow.experiment!r} is not an experiment "
+                f"of the bundle ({', '.join(sorted(map(str, experiments))) or 'none'})"
+            )
+        if outcome.mlflow.model_name not in models:
+            problems.append(
+                f"{where}: mlflow.model_name {outcome.mlflow.model_name!r} is not a registered "
+                f"model of the bundle ({', '.join(sorted(models)) or 'none'})"
+            )
+    return problems
+
+
+def check_bundle(bundle: Bundle, entry_points: Mapping[str, str], conf_dir: Path) -> list[str]:
+    """All the checks: the official resource models, the workflows, the entry points, the
+    experiment and the model the jobs use."""
+    return (
+        validate_resources(bundle)
+        + check_workflows(bundle)
+        + check_entry_points(bundle, entry_points, conf_dir)
+        + check_ml_artifacts(bundle, entry_points, conf_dir)
+    )
+
+
+def _task_configs(
+    bundle: Bundle, entry_points: Mapping[str, str], conf_dir: Path
+) -> Iterator[tuple[WheelTask, JobrecConfig | str]]:
+    """Each wheel task with the configuration its arguments give, or why there is none."""
+    for task in bundle.wheel_tasks():
         target = entry_points.get(task.entry_point)
         if target is None:
-            problems.append(f"{where}: the wheel has no entry point {task.entry_point!r}")
+            yield task, f"the wheel has no entry point {task.entry_point!r}"
             continue
         module = importlib.import_module(target.split(":")[0])
         try:
             args = module.build_parser().parse_args(task.parameters)
         except SystemExit:
-            problems.append(f"{where}: {target} rejects its arguments {task.parameters}")
+            yield task, f"{target} rejects its arguments {task.parameters}"
             continue
         args.conf_dir = str(conf_dir)
         try:
-            config_from_args(args)
+            yield task, config_from_args(args)
         except ConfigError as error:
-            problems.append(f"{where}: invalid configuration: {error}")
-    return problems
-
-
-def check_bundle(bundle: Bundle, entry_points: Mapping[str, str], conf_dir: Path) -> list[str]:
-    """All the checks: the official job schema, the workflows, the entry points."""
-    return (
-        validate_jobs(bundle)
-        + check_workflows(bundle)
-        + check_entry_points(bundle, entry_points, conf_dir)
-    )
+            yield task, f"invalid configuration: {error}"
 
 
 def installed_entry_points(distribution: str = "jobrec") -> dict[str, str]:
@@ -263,6 +332,15 @@ def describe(bundle: Bundle) -> str:
     lines = [f"bundle {bundle.settings['bundle']['name']}, target {bundle.target}"]
     if common:
         lines.append(f"{JOB_ARGUMENTS_SHOWN}: {' '.join(common)}")
+    for key, spec in bundle.resources("experiments").items():
+        lines.append(f"experiment {key}: {spec.get('name')}")
+    for key, spec in bundle.resources("registered_models").items():
+        grants = "; ".join(
+            f"{', '.join(grant.get('privileges', []))} to {grant.get('principal')}"
+            for grant in spec.get("grants", [])
+        )
+        full_name = ".".join(str(spec.get(p)) for p in ("catalog_name", "schema_name", "name"))
+        lines.append(f"registered model {key}: {full_name}" + (f" ({grants})" if grants else ""))
     for name, spec in bundle.jobs.items():
         schedule = spec.get("schedule")
         when = (
@@ -290,6 +368,31 @@ def describe(bundle: Bundle) -> str:
                 + f": {command}"
             )
     return "\n".join(lines)
+
+
+def _development_names(resources: dict[str, Any]) -> None:
+    """The names development mode deploys under, in place: each developer's copy of a job,
+    an experiment and a registered model (the CLI's ApplyPresets, for the kinds this bundle
+    declares)."""
+    for spec in resources.get("jobs", {}).values():
+        spec["name"] = DEV_PREFIX + spec.get("name", "")
+    for spec in resources.get("experiments", {}).values():
+        folder, slash, base = str(spec["name"]).rpartition("/")
+        spec["name"] = f"{folder}{slash}{DEV_PREFIX}{base}"
+    for spec in resources.get("registered_models", {}).values():
+        spec["name"] = DEV_UC_PREFIX + spec["name"]
+
+
+def _resource_fields(resources: Mapping[str, Any]) -> dict[str, Any]:
+    """`resources.<kind>.<key>.<field>` for every field the bundle sets to a plain value: the CLI
+    resolves such references before it deploys; the others (an `id`) only a deploy knows."""
+    return {
+        f"{RESOURCE_PREFIX}{kind}.{key}.{field}": value
+        for kind, specs in resources.items()
+        for key, spec in specs.items()
+        for field, value in spec.items()
+        if isinstance(value, str | int | float | bool)
+    }
 
 
 def _read(path: Path) -> dict[str, Any]:

@@ -95,7 +95,9 @@ def _widget_arguments(parameters: tuple[Parameter, ...]) -> list[str]:
     from databricks.sdk.runtime import dbutils
 
     widgets = dbutils.widgets
-    widgets.text("env", "databricks", "configuration overlay")
+    # No target by default: the bundle target is for the user to name (databricks,prod), and
+    # databricks alone stops at once with the reason (an empty storage root).
+    widgets.text("env", "databricks", "configuration overlays, e.g. databricks,prod")
     widgets.text(CONF_DIR_WIDGET, SYNCED_CONF_DIR, "folder of the configuration files")
     widgets.text(OVERRIDES_WIDGET, "", "overrides, one key=value per line")
     for parameter in parameters:

@@ -1,6 +1,8 @@
 """The Databricks bundle (deploy/), checked without a workspace: resolved for every target,
-each job validated against the official `databricks-bundles` job models, each task's entry
-point found in the wheel that the bundle builds, its arguments parsed by the job's own parser."""
+each job, experiment and registered model validated against the official `databricks-bundles`
+models, each task's entry point found in the wheel that the bundle builds, its arguments parsed
+by the job's own parser into a configuration naming the experiment and model the bundle
+declares."""
 
 from __future__ import annotations
 
@@ -21,21 +23,21 @@ from jobrec_core.devtools.bundle import (
     BundleError,
     check_bundle,
     check_entry_points,
+    check_ml_artifacts,
     check_workflows,
     load_bundle,
     task_order,
-    validate_jobs,
+    validate_resources,
 )
 from tests.helpers import REPO
 
 DEPLOY = REPO / "deploy"
 CONF = REPO / "conf"
-PROD_VALUES = {"storage_root": "abfss://jobrec@example.dfs.core.windows.net/prod"}
 SERVICE_PRINCIPAL = {"service_principal": "6a1a4b52-0000-4000-8000-000000000000"}
 TARGET_VALUES = {
     "dev": {},
     "staging": SERVICE_PRINCIPAL,
-    "prod": {**PROD_VALUES, **SERVICE_PRINCIPAL},
+    "prod": SERVICE_PRINCIPAL,
 }
 PIPELINE = [
     "ingest",
@@ -109,7 +111,7 @@ def test_every_task_runs_a_script_of_the_wheel_with_the_jobs_own_arguments(wheel
         stage = module.removeprefix("jobrec_core.entrypoints.")
         assert task.entry_point == "jobrec-" + stage.replace("_", "-")
         assert (REPO / "jobs" / f"{stage}.py").exists()  # what spark-submit runs locally
-        assert task.parameters[:2] == ["--env", "databricks"]
+        assert task.parameters[:4] == ["--env", "databricks", "--env", "dev"]
     assert "jobrec_core/devtools/bundle.py" in files and "jobrec_core/resources/" in " ".join(files)
 
 
@@ -142,7 +144,9 @@ def test_training_gets_the_gpu_cluster_and_the_spark_stages_the_connector():
     pipeline = resolved.jobs["jobrec_pipeline"]
     clusters = {c["job_cluster_key"]: c["new_cluster"] for c in pipeline["job_clusters"]}
     assert "gpu" in clusters["gpu"]["spark_version"] and "-ml-" in clusters["gpu"]["spark_version"]
-    assert clusters["spark_cpu"]["spark_version"].startswith(("15.4.", "16.4."))  # Spark 3.5
+    # Databricks Runtime 16.4 LTS ML: Spark 3.5, the libraries of deploy/runtime/
+    assert clusters["spark_cpu"]["spark_version"] == "16.4.x-cpu-ml-scala2.12"
+    assert clusters["gpu"]["spark_version"] == "16.4.x-gpu-ml-scala2.12"
     assert (
         clusters["spark_cpu"]["autoscale"]["max_workers"]
         >= clusters["spark_cpu"]["autoscale"]["min_workers"]
@@ -161,33 +165,113 @@ def test_training_gets_the_gpu_cluster_and_the_spark_stages_the_connector():
                 assert {"maven": {"coordinates": connector}} in libraries
 
 
-def test_settings_reach_the_configuration_and_secrets_only_by_scope(entry_points):
-    resolved = bundle("staging")
-    [ingest] = [t for t in resolved.wheel_tasks() if t.task_key == "ingest"]
-    arguments = " ".join(ingest.parameters)
-    assert "storage.root=dbfs:/jobrec/staging" in arguments
-    assert "mlflow.model_name=jobrec_staging.ml.jobrec_drmm" in arguments
-    assert "elasticsearch.auth.secret_scope=jobrec-elasticsearch" in arguments
+def test_targets_differ_by_their_configuration_overlay_and_secrets_only_by_scope():
+    for target in ("staging", "prod"):
+        resolved = bundle(target)
+        for task in resolved.wheel_tasks():
+            assert task.parameters[:6] == [
+                "--env",
+                "databricks",
+                "--env",
+                target,
+                "--job-run-id",
+                "{{job.run_id}}",  # Databricks' dynamic value: each run's MLflow runs carry it
+            ]
+            extra = task.parameters[6:]
+            assert extra == (
+                ["--set", "training.num_processes=2"] if task.task_key == "train_drmm" else []
+            )
     text = "\n".join(p.read_text() for p in sorted(DEPLOY.rglob("*.yml")))
     assert not re.search(r"(password|api_key|token)\s*:", text, re.IGNORECASE)
     assert not re.search(r"dapi[0-9a-f]{16,}|https?://[^\s]*@", text)
+    conf = "\n".join(p.read_text() for p in sorted(CONF.glob("*.yaml")))
+    assert not re.search(r"(password|api_key|token)\s*:\s*\S", conf, re.IGNORECASE)
 
 
-def test_variables_come_from_the_command_line_the_environment_the_target_or_the_default():
-    environ = {"BUNDLE_VAR_data_preset": "demo", "BUNDLE_VAR_catalog": "from_env"}
-    resolved = load_bundle(DEPLOY, "dev", {"catalog": "from_cli"}, environ=environ)
+def test_each_developer_gets_a_storage_folder_and_the_experiment_and_model_dev_mode_names():
+    [ingest] = [t for t in bundle("dev").wheel_tasks() if t.task_key == "ingest"]
+    you = "${workspace.current_user.short_name}"
+    assert ingest.parameters == [
+        "--env",
+        "databricks",
+        "--env",
+        "dev",
+        "--job-run-id",
+        "{{job.run_id}}",
+        "--set",
+        f"storage.root=/Volumes/jobrec_dev/ml/jobrec/{you}",
+        "--set",
+        f"mlflow.experiment=/Users/${{workspace.current_user.userName}}/[dev {you}] jobrec",
+        "--set",
+        f"mlflow.model_name=jobrec_dev.ml.dev_{you}_jobrec_drmm",
+    ]
+
+
+@pytest.mark.parametrize("target", list(TARGET_VALUES))
+def test_the_experiment_and_the_registered_model_are_declared_with_grants(target):
+    resolved = bundle(target)
+    [experiment] = resolved.resources("experiments").values()
+    assert {"level": "CAN_READ", "group_name": "users"} in experiment["permissions"]
+    [model] = resolved.resources("registered_models").values()
+    assert model["catalog_name"] == f"jobrec_{target}" and model["schema_name"] == "ml"
+    assert {"principal": "account users", "privileges": ["EXECUTE"]} in model["grants"]
+    assert {
+        "principal": "${workspace.current_user.userName}",
+        "privileges": ["ALL_PRIVILEGES"],
+    } in model["grants"]
+    if target != "dev":  # production mode keeps the names; development mode prefixes them
+        assert experiment["name"] == f"/Shared/jobrec-{target}"
+        assert model["name"] == "jobrec_drmm"
+
+
+def test_the_jobs_must_use_the_declared_experiment_and_model(entry_points, tmp_path):
+    for source in CONF.glob("*.yaml"):
+        (tmp_path / source.name).write_text(source.read_text())
+    prod = (tmp_path / "prod.yaml").read_text()
+    (tmp_path / "prod.yaml").write_text(prod.replace("jobrec_prod.ml.", "jobrec_prd.ml."))
+    problems = " ".join(check_ml_artifacts(bundle("prod"), entry_points, tmp_path))
+    assert "mlflow.model_name 'jobrec_prd.ml.jobrec_drmm' is not a registered model" in problems
+    assert "jobrec_prod.ml.jobrec_drmm" in problems
+
+
+def test_a_remote_storage_root_is_refused_before_any_deploy(entry_points):
+    resolved = bundle("prod")
+    settings = copy.deepcopy(resolved.settings)
+    [ingest] = [
+        t
+        for t in settings["resources"]["jobs"]["jobrec_pipeline"]["tasks"]
+        if t["task_key"] == "ingest"
+    ]
+    ingest["python_wheel_task"]["parameters"] += [
+        "--set",
+        "storage.root=abfss://jobrec@example.dfs.core.windows.net/prod",
+    ]
+    remote = dataclasses.replace(resolved, settings=settings)
+    assert "storage.root: a remote URL" in " ".join(check_entry_points(remote, entry_points, CONF))
+
+
+def test_variables_come_from_the_command_line_the_environment_the_target_or_the_default(
+    tmp_path,
+):
+    environ = {"BUNDLE_VAR_schedule": "0 0 3 ? * MON", "BUNDLE_VAR_catalog": "from_env"}
+    resolved = load_bundle(DEPLOY, "staging", {"catalog": "from_cli"}, environ=environ)
     assert resolved.variables["var.catalog"] == "from_cli"
-    assert resolved.variables["var.data_preset"] == "demo"
-    assert resolved.variables["var.registered_model"] == "from_cli.ml.jobrec_drmm"
+    assert resolved.variables["var.schedule"] == "0 0 3 ? * MON"
+    assert resolved.variables["var.experiment_name"] == "/Shared/jobrec-staging"  # the target
     assert resolved.variables["var.schema"] == "ml"  # the default
-    with pytest.raises(BundleError, match="storage_root has no value"):
-        load_bundle(DEPLOY, "prod", SERVICE_PRINCIPAL, environ={})
+    [model] = resolved.resources("registered_models").values()
+    assert model["catalog_name"] == "from_cli"
     with pytest.raises(BundleError, match="undeclared"):
-        load_bundle(DEPLOY, "dev", {"storage_rot": "x"}, environ={})
+        load_bundle(DEPLOY, "dev", {"storage_root": "x"}, environ={})
     with pytest.raises(BundleError, match="unknown target"):
         load_bundle(DEPLOY, "qa", environ={})
     staging = load_bundle(DEPLOY, "staging", environ={})
     assert any("run_as" in problem for problem in check_workflows(staging))
+    (tmp_path / "databricks.yml").write_text(
+        "bundle: {name: b}\nvariables: {catalog: {}}\ntargets: {dev: {default: true}}\n"
+    )
+    with pytest.raises(BundleError, match="catalog has no value"):
+        load_bundle(tmp_path, environ={})
 
 
 def test_the_checks_catch_what_a_deploy_would_reject(entry_points):
@@ -202,9 +286,20 @@ def test_the_checks_catch_what_a_deploy_would_reject(entry_points):
         return next(t for t in job["tasks"] if t["task_key"] == key)
 
     typo = broken(lambda job: task(job, "ingest").update(timeout_second=60))
-    assert "Unexpected field 'timeout_second'" in " ".join(validate_jobs(typo))
+    assert "Unexpected field 'timeout_second'" in " ".join(validate_resources(typo))
     pause = broken(lambda job: job["schedule"].update(pause_status="PAUSE"))
-    assert "PauseStatus" in " ".join(validate_jobs(pause))
+    assert "PauseStatus" in " ".join(validate_resources(pause))
+    grant = copy.deepcopy(resolved.settings)
+    grant["resources"]["registered_models"]["jobrec_drmm"]["grants"][0]["privileges"] = ["RUN"]
+    assert "'RUN' is not a valid Privilege" in " ".join(
+        validate_resources(dataclasses.replace(resolved, settings=grant))
+    )
+    reference = broken(
+        lambda job: task(job, "recommend")["run_job_task"].update(
+            job_id="${resources.jobs.jobrec_recomend.id}"
+        )
+    )
+    assert "undeclared resource" in " ".join(check_workflows(reference))
 
     unknown = broken(lambda job: task(job, "evaluate")["depends_on"].append({"task_key": "x"}))
     assert "depends on unknown task x" in " ".join(check_workflows(unknown))
@@ -229,9 +324,13 @@ def test_the_bundle_command_prints_the_workflows_and_fails_on_problems(capsys):
     out = capsys.readouterr().out
     assert "build_pairs [spark_cpu] after clean_candidates, index_jobs" in out
     assert "bundle OK" in out
+    principal = f"service_principal={SERVICE_PRINCIPAL['service_principal']}"
+    assert jobrec(["bundle", "--folder", str(DEPLOY), "-t", "prod", "--var", principal]) == 0
+    out = capsys.readouterr().out
+    assert "registered model jobrec_drmm: jobrec_prod.ml.jobrec_drmm (EXECUTE to account" in out
     assert jobrec(["bundle", "--folder", str(DEPLOY), "-t", "staging"]) == 1
     assert "service_principal" in capsys.readouterr().err
-    assert jobrec(["bundle", "--folder", str(DEPLOY), "-t", "prod"]) == 2
+    assert jobrec(["bundle", "--folder", str(DEPLOY), "-t", "prod", "--var", "nope=1"]) == 2
 
 
 def pom_property(name: str) -> str:
