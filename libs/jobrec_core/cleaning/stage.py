@@ -24,7 +24,7 @@ computes distances, with the word vectors memory-mapped once per worker process.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
@@ -164,6 +164,8 @@ class Funnel:
 
 def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     """bronze candidates -> silver candidates (+ per-job similarities), with the funnel."""
+    from jobrec_core.platform.tracking import log_stage_run
+
     embeddings = manifest.current(config, "embeddings")
     vectors_file, documents = job_documents(spark, config)
 
@@ -216,6 +218,14 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
         config,
         "cleaned_candidates",
         {"table": table_path(config, "silver", "candidates"), "embeddings": embeddings["version"]},
+    )
+    log_stage_run(
+        spark,
+        config,
+        "clean_candidates",
+        [table_path(config, "bronze", "candidates"), str(embeddings["jobs"])],
+        {name: float(value) for name, value in asdict(funnel).items()},
+        {"embeddings_version": str(embeddings["version"])},
     )
     return funnel
 

@@ -116,6 +116,21 @@ class PairsFunnel:
     embeddings: str
     config_hash: str
 
+    def metrics(self) -> dict[str, float]:
+        """The counts, flat, for the stage's MLflow run."""
+        counts = {
+            "candidates": self.candidates,
+            "empty_query": self.empty_query,
+            "search_failed": self.search_failed,
+        }
+        for group, values in (
+            ("outcome", self.outcomes),
+            ("split", self.splits),
+            ("pool_rows", self.pool_rows),
+        ):
+            counts |= {f"{group}.{name}": value for name, value in values.items()}
+        return {name: float(value) for name, value in counts.items()}
+
     def format(self) -> str:
         lines = [
             "Pairs funnel",
@@ -145,6 +160,8 @@ class PairsFunnel:
 def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     """silver candidates + the jobs index -> gold/pairs/{triples,map_sets,held_out}; see the
     module."""
+    from jobrec_core.platform.tracking import log_stage_run
+
     embeddings = manifest.current(config, "embeddings")
     vectors_file = local_path(embeddings["vectors"])
     jobs = read_delta(spark, embeddings["jobs"])
@@ -333,6 +350,18 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             "bins": bins,
             "splits": split_counts,
             "pool_rows": pool_rows,
+        },
+    )
+    log_stage_run(
+        spark,
+        config,
+        "build_pairs",
+        [table_path(config, "silver", "candidates"), str(embeddings["jobs"])],
+        funnel.metrics(),
+        {
+            "embeddings_version": funnel.embeddings,
+            "index": index,
+            "config_hash": funnel.config_hash,
         },
     )
     return funnel

@@ -122,6 +122,24 @@ def log_stage_inputs(spark: SparkSession, config: JobrecConfig, tables: Sequence
         mlflow.log_input(table_dataset(spark, config, path), context=INPUT_CONTEXT)
 
 
+def log_stage_run(
+    spark: SparkSession,
+    config: JobrecConfig,
+    stage: str,
+    tables: Sequence[str],
+    metrics: dict[str, float],
+    tags: dict[str, str] | None = None,
+) -> str:
+    """One run for a stage whose outputs are tables, not models (cleaning, build_pairs): its
+    inputs, its funnel counts as metrics, the `stage` and `dataset` tags. Returns the run id."""
+    configure_mlflow(config)
+    with mlflow.start_run(run_name=stage) as run:
+        mlflow.set_tags({"stage": stage, "dataset": config.data.preset, **(tags or {})})
+        log_stage_inputs(spark, config, tables)
+        mlflow.log_metrics(metrics)
+    return str(run.info.run_id)
+
+
 def registry_client(config: JobrecConfig) -> MlflowClient:
     """A client bound to the configured tracking store and registry."""
     settings = config.mlflow

@@ -158,6 +158,13 @@ def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embedd
     logged = [r.getMessage() for r in caplog.records]
     assert f"{step} ..." in logged
     assert any(line.startswith(f"{step}: done in ") for line in logged)
+    # The stage's MLflow run: its funnel as metrics, the bronze snapshot it read.
+    run = stage_runs(config, "clean_candidates", limit=1)[0]
+    assert run.data.metrics["quarantined_unknown_jobs"] == 1.0
+    assert run.data.metrics["after_wmd_and_rules"] == funnel.after_wmd_and_rules
+    assert run.inputs is not None
+    names = {i.dataset.name for i in run.inputs.dataset_inputs}
+    assert f"bronze/candidates@v{before + 1}" in names
     for row in silver:
         assert len(row.sequence) >= config.cleaning.min_jobs
         assert row.positive_job_id in {e.job_id for e in row.sequence}

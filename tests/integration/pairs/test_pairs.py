@@ -13,6 +13,7 @@ from jobrec_core.pairs.splits import assign_splits, split_sizes
 from jobrec_core.pairs.stage import QUARANTINE_SOURCE, run_build_pairs
 from jobrec_core.platform.manifest import current
 from jobrec_core.platform.tables import local_path, read_delta, table_path
+from jobrec_core.platform.tracking import stage_runs
 from jobrec_core.search.bm25 import quarantine_failed_searches, retrieve
 from jobrec_core.search.connection import make_client, resolve_connection
 from jobrec_core.text.wmd import unit_vectors
@@ -44,6 +45,10 @@ def test_funnel_and_manifest(spark, built):
     )
     entry = current(config, "pairs")
     assert entry["index"].startswith("jobs_v")
+    run = stage_runs(config, "build_pairs", limit=1)[0]
+    assert run.data.metrics["outcome.kept"] == funnel.outcomes["kept"]
+    assert run.data.tags["index"] == entry["index"]
+    assert run.inputs is not None and len(run.inputs.dataset_inputs) == 2
     assert entry["embeddings"] == current(config, "embeddings")["version"]
     assert entry["bins"] == config.histograms.bins
     triples, map_sets, _ = tables(spark, config)

@@ -6,6 +6,7 @@ Delta snapshot's Parquet files, MLflow writes to the session's sqlite store and 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -406,7 +407,7 @@ def test_the_champion_serves_over_http_without_the_project(trained, tmp_path):
     port = free_port()
     env = {
         **os.environ,
-        "PYTHONPATH": str(site),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
         # the local env manager runs this environment's `uvicorn`
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "MLFLOW_TRACKING_URI": config.mlflow.tracking_uri,
@@ -445,6 +446,7 @@ def test_the_champion_serves_over_http_without_the_project(trained, tmp_path):
         with urllib.request.urlopen(request, timeout=60) as answer:
             served = np.asarray(json.loads(answer.read())["predictions"], dtype=np.float64)
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):  # it may have exited on its own
+            os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
     np.testing.assert_allclose(served, expected, rtol=1e-6)

@@ -147,6 +147,13 @@ def test_training_gets_the_gpu_cluster_and_the_spark_stages_the_connector():
     # Databricks Runtime 16.4 LTS ML: Spark 3.5, the libraries of deploy/runtime/
     assert clusters["spark_cpu"]["spark_version"] == "16.4.x-cpu-ml-scala2.12"
     assert clusters["gpu"]["spark_version"] == "16.4.x-gpu-ml-scala2.12"
+    # Petastorm, with the pyarrow it runs with, on the training cluster only (init/training.sh)
+    [script] = clusters["gpu"]["init_scripts"]
+    assert script["workspace"]["destination"].endswith("/deploy/init/training.sh")
+    assert "init_scripts" not in clusters["spark_cpu"]
+    installs = (DEPLOY / "init" / "training.sh").read_text()
+    assert "--no-deps" in installs and "petastorm==0.13.1" in installs
+    assert "pyarrow==14.0.2" in installs
     assert (
         clusters["spark_cpu"]["autoscale"]["max_workers"]
         >= clusters["spark_cpu"]["autoscale"]["min_workers"]
