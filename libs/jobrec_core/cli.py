@@ -4,6 +4,7 @@ jobrec es start|stop|status     the local Elasticsearch node
 jobrec index versions|rollback  the versions of the jobs index; point the alias back
 jobrec demo                     start the node, prove every component, print the report
 jobrec recommend --candidate ID a candidate's past jobs and their ten recommendations
+jobrec serve                    online recommendations over HTTP (POST /recommend, GET /health)
 jobrec config                   print the resolved configuration (secrets are never in it)
 jobrec bundle -t prod           resolve and check the Databricks bundle, offline (docs/DEPLOY.md)
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -52,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--refresh", action="store_true", help="recommend again even if the table has them"
     )
 
+    serve = add_common_arguments(
+        commands.add_parser("serve", help="online recommendations over HTTP")
+    )
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: local only)")
+    serve.add_argument("--port", type=int, default=8080, help="port (default 8080; 0: any free)")
+
     data = add_common_arguments(commands.add_parser("data", help="dataset tools"))
     data.add_argument("action", choices=["report"])
     data.add_argument(
@@ -91,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(config, keep_es=args.keep_es)
         if args.command == "recommend":
             return _recommend(config, args.candidate, args.refresh)
+        if args.command == "serve":
+            return _serve(config, args.host, args.port)
         if args.command == "data":
             return _data_report(config, args.out)
         print(json.dumps(config.model_dump(), indent=2))
@@ -180,6 +190,41 @@ def _recommend(config: JobrecConfig, candidate: int, refresh: bool) -> int:
         with _local_node(config):
             print(run_recommend(spark, config, [candidate]).format(), file=sys.stderr)
     print(show_candidate(spark, config, candidate))
+    return 0
+
+
+def _serve(config: JobrecConfig, host: str, port: int) -> int:
+    """Load the pipeline with Spark, stop Spark, then answer requests until interrupted,
+    with the local Elasticsearch node (started for the purpose if it is not running)."""
+    from jobrec_core.platform.spark import get_spark
+    from jobrec_core.serving.endpoint import serve
+    from jobrec_core.serving.stage import online_recommender
+
+    with _local_node(config):
+        spark = get_spark(config)
+        try:
+            recommender = online_recommender(spark, config)
+        except (LookupError, RuntimeError) as error:  # no champion, no job vectors, ...
+            print(f"jobrec serve: {error}", file=sys.stderr)
+            return 2
+        finally:
+            spark.stop()  # requests run in pandas: the JVM's memory goes back
+        # Ctrl-C and `kill` end `serve_forever` with KeyboardInterrupt, so that a node started
+        # here is stopped; Spark's own Ctrl-C handler would fail now that it is stopped.
+        for stop in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(stop, signal.default_int_handler)
+        server = serve(recommender, host, port)
+        print(
+            f"serving {recommender.model} ({config.retrieval.retriever} pool, "
+            f"{recommender.index}) at {server.url}: POST /recommend, GET /health",
+            file=sys.stderr,
+        )
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
     return 0
 
 

@@ -124,7 +124,7 @@ def co_interest_scores(
         where[:own_end],
         weights=np.concatenate(own_counts).astype(np.float64) * per_link if own_end else None,
         minlength=len(local),
-    )
+    ).astype(np.float64)  # numpy counts in int64 when no own job has a link (one-job request)
     # every own job that is in the row shares it with every other job of the row once
     own_in_sequence = in_sequence[own_local]
     own_weight = np.zeros(len(local))

@@ -150,9 +150,11 @@ def query_inputs(candidates: DataFrame, jobs: DataFrame, fields: list[str]) -> D
     )
 
 
-def idf_lookup(version: str, words_and_idf: Broadcast) -> dict[str, float]:
-    """word -> IDF of embeddings `version` from the broadcast (words, idf), built once per
-    Python worker (Spark reuses workers across tasks)."""
+def idf_lookup(
+    version: str, words_and_idf: Broadcast | tuple[list[str], list[float]]
+) -> dict[str, float]:
+    """word -> IDF of embeddings `version` from the broadcast (words, idf) or the pair itself,
+    built once per Python worker (Spark reuses workers across tasks)."""
 
     def build() -> dict[str, float]:
         words, idf = words_and_idf_of(words_and_idf)
@@ -196,6 +198,32 @@ def build_queries(
             )
 
     return inputs.mapInPandas(run, QUERY_SCHEMA)
+
+
+def request_query(
+    candidate_id: int,
+    job_ids: Sequence[int],
+    jobs: Sequence[JobFields],
+    weights: Mapping[str, float],
+    settings: QueriesConfig,
+) -> pd.DataFrame:
+    """The queries frame of one candidate given as `job_ids` in their order, each with its
+    query fields' tokens in `jobs`: :func:`candidate_queries`'s row (all the jobs, none held
+    out) built in this process, for a request answered without Spark. The shares are float32,
+    as Spark stores them, so the model reads the same numbers."""
+    terms, share = build_query(
+        jobs, list(settings.fields), weights, settings.max_terms, settings.drop_first_fields
+    )
+    own = [int(j) for j in job_ids]
+    return pd.DataFrame(
+        {
+            "candidate_id": [int(candidate_id)],
+            "own_job_ids": [own],
+            "sequence_job_ids": [own],
+            "query_terms": [terms],
+            "query_job_share": [np.asarray(share, dtype=np.float32)],
+        }
+    )
 
 
 def candidate_queries(

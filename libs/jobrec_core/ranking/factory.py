@@ -3,6 +3,9 @@
     inputs = ranking_inputs(spark, config)  # what every step reads
     pipeline = rerank_pipeline(config, inputs, scorer, sink)  # retriever >> features >> scorer % k
 
+The online endpoint builds the same pipeline on `in_memory(inputs)`: the tables collected once,
+so that its pandas form answers a request without Spark.
+
 **Adding a re-ranker.** Write a class with a `name` and `score(frame) -> ndarray` (the
 `ranking.scorers.Scorer` protocol) that reads any column a feature step adds, decorated with
 `@untrained("Name")` (or train it and register it, as the DRMMs are); name it in
@@ -13,13 +16,15 @@ by the same pipeline.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
+from typing import Protocol
 
+import pandas as pd
 from pyspark import Broadcast
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.features.matching import document_tokens
+from jobrec_core.features.matching import WordsAndIdf, document_tokens
 from jobrec_core.features.neighbours import InterestMemory
 from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.features.queries import candidate_queries
@@ -29,6 +34,7 @@ from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
     DocumentText,
     DrmmFeatures,
+    JobTable,
     Pipeline,
     PoolRetriever,
     ProfileFeatures,
@@ -58,6 +64,59 @@ class RankingInputs:
     connection: EsConnection
     index: str
     partitions: int
+
+
+class PipelineInputs(Protocol):
+    """What building a pipeline reads: :class:`RankingInputs` for Spark, or
+    :class:`InMemoryInputs` for requests answered without Spark."""
+
+    @property
+    def embeddings_version(self) -> str: ...
+    @property
+    def vectors_file(self) -> str: ...
+    @property
+    def words_and_idf(self) -> WordsAndIdf: ...
+    @property
+    def tokens(self) -> JobTable: ...
+    @property
+    def graph(self) -> JobTable: ...
+    @property
+    def connection(self) -> EsConnection: ...
+    @property
+    def index(self) -> str: ...
+    @property
+    def partitions(self) -> int: ...
+
+
+@dataclass(frozen=True)
+class InMemoryInputs:
+    """A run's :class:`RankingInputs` with the tables the steps read collected into pandas
+    and the IDF as a plain value: a pipeline built on them runs its pandas form with no Spark
+    job, for an endpoint that answers one request at a time."""
+
+    embeddings_version: str
+    vectors_file: str
+    words_and_idf: tuple[list[str], list[float]]
+    tokens: pd.DataFrame
+    graph: pd.DataFrame
+    connection: EsConnection
+    index: str
+    partitions: int = 1
+
+
+def in_memory(inputs: RankingInputs) -> InMemoryInputs:
+    """`inputs` collected to the driver, once: every job's text and graph row (the demo's
+    30,000 jobs; `jobrec serve` on the demo holds 1.5 GB in all, torch and the word vectors
+    included)."""
+    return InMemoryInputs(
+        embeddings_version=inputs.embeddings_version,
+        vectors_file=inputs.vectors_file,
+        words_and_idf=inputs.words_and_idf.value,
+        tokens=pd.DataFrame(inputs.tokens.toPandas()),
+        graph=pd.DataFrame(inputs.graph.toPandas()),
+        connection=inputs.connection,
+        index=inputs.index,
+    )
 
 
 def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
@@ -130,7 +189,7 @@ def baseline_scorers(config: JobrecConfig, inputs: RankingInputs) -> list[Scorer
 
 def retriever_step(
     config: JobrecConfig,
-    inputs: RankingInputs,
+    inputs: PipelineInputs,
     sink: RetrievalSink = keep_in_memory,
     retriever: Retriever | None = None,
 ) -> Step:
@@ -155,7 +214,7 @@ def retriever_step(
     )
 
 
-def check_vectors(inputs: RankingInputs) -> None:
+def check_vectors(inputs: PipelineInputs) -> None:
     """Raises when the index's job vectors are missing or come from other embeddings than
     the run's: the query vectors would then live in another space."""
     client = make_client(inputs.connection)
@@ -175,7 +234,7 @@ def check_vectors(inputs: RankingInputs) -> None:
 
 def featured_pool(
     config: JobrecConfig,
-    inputs: RankingInputs,
+    inputs: PipelineInputs,
     sink: RetrievalSink = keep_in_memory,
     retriever: Retriever | None = None,
 ) -> Pipeline:
@@ -191,7 +250,7 @@ def featured_pool(
 
 def rerank_pipeline(
     config: JobrecConfig,
-    inputs: RankingInputs,
+    inputs: PipelineInputs,
     scorer: Scorer,
     sink: RetrievalSink = keep_in_memory,
 ) -> Pipeline:

@@ -15,6 +15,9 @@ replaces `score` and `rank`, a cut-off keeps the top k.
 or one batch, and `transform_spark(DataFrame)`, for millions of candidates. The Spark form runs
 the pandas form inside `mapInPandas`; a step that needs every row of a query at once (the
 features: one matrix product per query) gets them through `platform.spark.map_groups_in_pandas`.
+The tables of jobs the steps look rows up in (texts, the interest graph) are a :data:`JobTable`:
+Spark DataFrames for a batch, or pandas frames held in memory by the online endpoint
+(`serving.online`), whose requests then never start a Spark job.
 
 Evaluation and serving build their pipelines in `ranking.factory`, from the configuration;
 a new re-ranker is one :class:`ranking.scorers.Scorer` class registered there.
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pandas as pd
@@ -65,6 +68,27 @@ RANKED_SCHEMA = (
     "score DOUBLE, rank INT, bm25 FLOAT, bm25_rank INT, own_job_ids ARRAY<INT>, "
     "sequence_job_ids ARRAY<INT>"
 )
+
+
+JobTable: TypeAlias = DataFrame | pd.DataFrame
+"""A table of jobs a step reads (`job_id` and columns): a Spark DataFrame, or the same rows
+collected once into a pandas frame, for a process that answers requests without Spark."""
+
+
+def job_rows(table: JobTable, job_ids: Iterable[int]) -> pd.DataFrame:
+    """The rows of `table` for `job_ids`, as pandas: one request's lookup, in memory when the
+    table is, else one small Spark query."""
+    wanted = sorted({int(j) for j in job_ids})
+    if isinstance(table, pd.DataFrame):
+        return table[table["job_id"].isin(wanted)]
+    return table.where(F.col("job_id").isin(wanted)).toPandas()
+
+
+def spark_table(table: JobTable) -> DataFrame:
+    """`table` for a Spark step; a pandas table serves requests only."""
+    if isinstance(table, pd.DataFrame):
+        raise TypeError("a step built on in-memory tables has no Spark form (transform only)")
+    return table
 
 
 class Step:
@@ -164,7 +188,7 @@ class PoolRetriever(Step):
     connection: EsConnection
     index: str
     settings: RetrievalConfig
-    tokens: DataFrame
+    tokens: JobTable
     vectors_file: str
     words_and_idf: WordsAndIdf
     partitions: int = 1
@@ -189,7 +213,7 @@ class PoolRetriever(Step):
         queries = frame.select(*QUERY_COLUMNS)
         searchable = with_query_vectors(
             queries.where(F.size("query_terms") > 0),
-            self.tokens,
+            spark_table(self.tokens),
             self.vectors_file,
             self.words_and_idf,
         ).select("candidate_id", "query_terms", "own_job_ids", QUERY_VECTOR)
@@ -228,17 +252,16 @@ class PoolRetriever(Step):
 
 
 def _query_vectors(
-    frame: pd.DataFrame, tokens: DataFrame, vectors_file: str, words_and_idf: WordsAndIdf
+    frame: pd.DataFrame, tokens: JobTable, vectors_file: str, words_and_idf: WordsAndIdf
 ) -> pd.DataFrame:
     """`candidate_id, query_vector` of the candidates of `frame` (`own_job_ids`): the profile
-    vectors of their own jobs' text (`tokens`), for one request on the driver."""
+    vectors of their own jobs' text (`tokens`), for one request."""
     own = frame[["candidate_id", "own_job_ids"]].drop_duplicates("candidate_id")
     own = own.explode("own_job_ids").dropna()
     own = own.rename(columns={"own_job_ids": "job_id"}).astype({"job_id": "int64"})
-    wanted = sorted(set(own["job_id"].tolist()))
-    texts = tokens.where(F.col("job_id").isin(wanted)).select("job_id", "doc_tokens")
+    texts = job_rows(tokens, own["job_id"])[["job_id", "doc_tokens"]]
     return query_vector_frame(
-        own.merge(texts.toPandas(), on="job_id"), idf_vocabulary(vectors_file, words_and_idf)
+        own.merge(texts, on="job_id"), idf_vocabulary(vectors_file, words_and_idf)
     )
 
 
@@ -376,15 +399,13 @@ class DocumentText(Step):
     """Adds `doc_tokens`, the job's tokens the features and the WMD scorer read: a join with
     `tokens` (`job_id, doc_tokens`, `features.matching.document_tokens`)."""
 
-    tokens: DataFrame
+    tokens: JobTable
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        wanted = sorted({int(j) for j in frame["job_id"]})
-        found = self.tokens.where(F.col("job_id").isin(wanted)).toPandas()
-        return frame.merge(found, on="job_id", how="inner")
+        return frame.merge(job_rows(self.tokens, frame["job_id"]), on="job_id", how="inner")
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
-        return frame.join(self.tokens, "job_id")
+        return frame.join(spark_table(self.tokens), "job_id")
 
 
 @dataclass(frozen=True)
@@ -393,8 +414,8 @@ class ProfileFeatures(Step):
     (`features.profile`): each pool job against the candidate's own jobs' text (`tokens`)
     and through the interest graph (`graph`, `features.profile.co_interest_table`)."""
 
-    tokens: DataFrame
-    graph: DataFrame
+    tokens: JobTable
+    graph: JobTable
     vectors_file: str
     words_and_idf: WordsAndIdf
 
@@ -403,9 +424,9 @@ class ProfileFeatures(Step):
             "own_job_ids"
         )
         own = own.dropna().astype({"own_job_ids": "int64"}).drop_duplicates()
-        wanted = sorted({*own["own_job_ids"].tolist(), *frame["job_id"].astype(int).tolist()})
-        graph = self.graph.where(F.col("job_id").isin(wanted)).toPandas()
-        texts = self.tokens.where(F.col("job_id").isin(wanted)).toPandas()
+        wanted = [*own["own_job_ids"].tolist(), *frame["job_id"].astype(int).tolist()]
+        graph = job_rows(self.graph, wanted)
+        texts = job_rows(self.tokens, wanted)
         own_rows = own.rename(columns={"own_job_ids": "job_id"}).merge(texts, on="job_id")
         both = pd.concat(
             [frame.assign(**{PROFILE_ROLE: "pool"}), own_rows.assign(**{PROFILE_ROLE: "own"})],
@@ -416,7 +437,11 @@ class ProfileFeatures(Step):
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         return with_profile_features(
-            frame, self.tokens, self.graph, self.vectors_file, self.words_and_idf
+            frame,
+            spark_table(self.tokens),
+            spark_table(self.graph),
+            self.vectors_file,
+            self.words_and_idf,
         )
 
 

@@ -192,10 +192,11 @@ def _same(a: Any, b: Any) -> bool:
 
 @dataclass(frozen=True)
 class DrmmScorer:
-    """A trained DRMM, broadcast as the bytes of `training.save_model`."""
+    """A trained DRMM as the bytes of `training.save_model`: broadcast for Spark's
+    executors, or the bytes themselves where one process scores requests."""
 
     name: str
-    model_bytes: Broadcast
+    model_bytes: Broadcast | bytes
     digest: str  # of the bytes: the worker's cache key
 
     def score(self, frame: pd.DataFrame) -> np.ndarray:
@@ -207,7 +208,10 @@ class DrmmScorer:
         """The network, deserialised once per Python worker."""
         if self.digest not in _MODELS:
             torch.set_num_threads(1)  # one task per core: no oversubscription
-            _MODELS[self.digest] = load_model(io.BytesIO(self.model_bytes.value))
+            payload = self.model_bytes
+            _MODELS[self.digest] = load_model(
+                io.BytesIO(payload.value if isinstance(payload, Broadcast) else payload)
+            )
         return _MODELS[self.digest]
 
 
@@ -237,11 +241,13 @@ class Bm25Mix:
         )
 
 
-def drmm_scorer(spark: SparkSession, name: str, model: Drmm) -> Scorer:
-    """A trained DRMM as a re-ranker, broadcast to the executors; mixed with BM25 when its
-    spec says so (`DrmmSpec.bm25_alpha`), so evaluation and serving rank it alike."""
+def drmm_scorer(spark: SparkSession | None, name: str, model: Drmm) -> Scorer:
+    """A trained DRMM as a re-ranker, broadcast to the executors (kept in this process
+    without `spark`: the online endpoint); mixed with BM25 when its spec says so
+    (`DrmmSpec.bm25_alpha`), so evaluation and serving rank it alike."""
     payload = save_model_bytes(model)
     digest = hashlib.sha256(payload).hexdigest()
-    scorer = DrmmScorer(name, spark.sparkContext.broadcast(payload), digest)
+    shipped = payload if spark is None else spark.sparkContext.broadcast(payload)
+    scorer = DrmmScorer(name, shipped, digest)
     alpha = model.spec.bm25_alpha
     return Bm25Mix(scorer, alpha) if alpha < 1.0 else scorer

@@ -19,6 +19,9 @@ The table `gold/recommendations` holds `candidate_id, rank, job_id, title, score
 bm25_rank, model, index, generated_at` (`bm25_rank` null for a job only the kNN list found);
 a run for a list of candidates replaces only
 their rows, a run for everyone replaces the table: reruns never duplicate.
+
+:func:`online_recommender` loads the same pipeline once for the online endpoint
+(`serving.online`, `jobrec serve`): one request at a time, in pandas, no table written.
 """
 
 from __future__ import annotations
@@ -33,14 +36,17 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.features.queries import idf_lookup
 from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
-from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.factory import in_memory, queries_of, ranking_inputs, rerank_pipeline
 from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
+from jobrec_core.serving.online import Interest, OnlineRecommender, RecommendRequest
+from jobrec_core.text.tokens import tokens_column
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +144,34 @@ def run_recommend(
         table=path,
         retriever=config.retrieval.retriever,
     )
+
+
+def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecommender:
+    """The champion (loaded once, as `run_recommend` does per run) and the pipeline on the
+    run's inputs collected into memory, with each job's title and query fields; Spark is
+    needed only here. One request is answered before returning, so that loading the word
+    vectors, the IDF vocabulary and the network (seconds) falls on start-up, not on the first
+    client."""
+    champion = load_champion(config)
+    inputs = ranking_inputs(spark, config)
+    local = in_memory(inputs)
+    scorer = drmm_scorer(None, f"DRMM {champion.version}", champion.model)
+    fields = list(config.queries.fields)
+    catalogue = inputs.jobs.select(
+        "job_id", "title", *[tokens_column(f) for f in fields]
+    ).toPandas()
+    recommender = OnlineRecommender(
+        config=config,
+        pipeline=rerank_pipeline(config, local, scorer),
+        catalogue=pd.DataFrame(catalogue).set_index("job_id"),
+        idf=idf_lookup(local.embeddings_version, local.words_and_idf),
+        model=f"{champion.name} v{champion.version}",
+        index=inputs.index,
+    )
+    first = int(recommender.catalogue.index[0])
+    recommender.recommend(RecommendRequest((Interest(first, 10),)))
+    log.info("online: %s on %s, %s jobs in memory", recommender.model, inputs.index, len(catalogue))
+    return recommender
 
 
 def show_candidate(spark: SparkSession, config: JobrecConfig, candidate_id: int) -> str:

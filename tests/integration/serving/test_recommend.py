@@ -14,7 +14,6 @@ import pytest
 from mlflow.tracking import MlflowClient
 from pyspark.sql import functions as F
 
-from jobrec_core.config import JobrecConfig
 from jobrec_core.evaluation.protocols import BM25, WMD
 from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
 from jobrec_core.models.registry import load_champion
@@ -24,41 +23,15 @@ from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipel
 from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.results import publish
 from jobrec_core.serving.stage import run_recommend, show_candidate
-from jobrec_core.training.stage import run_training, train_on_files
+from jobrec_core.training.stage import train_on_files
 from tests.helpers import REPO
 
 pytestmark = pytest.mark.integration
 
 
-def quick(config: JobrecConfig, **evaluation) -> JobrecConfig:
-    return config.model_copy(
-        update={
-            "training": config.training.model_copy(update={"launcher": "single", "max_epochs": 2}),
-            "evaluation": config.evaluation.model_copy(update=evaluation),
-            # the demo leaves the kNN votes out of experiment 5; the tests keep them
-            "knn": config.knn.model_copy(update={"dev_candidates": 40, "k_grid": [2, 8]}),
-        }
-    )
-
-
-@pytest.fixture(scope="module")
-def champion(spark, tiny, tiny_pairs):
-    """DRMM v1 trained on the tiny pairs and made champion for this module only (the
-    registry is shared with the promotion tests, which start without a champion)."""
-    config = quick(
-        tiny[0], ground_truth_candidates=40, held_out_candidates=40, retriever_candidates=40
-    )
-    outcome = run_training(spark, config, fresh=True)
-    client = MlflowClient(config.mlflow.tracking_uri)
-    name, alias = config.mlflow.model_name, config.mlflow.champion_alias
-    client.set_registered_model_alias(name, alias, str(outcome.version))
-    yield config, str(outcome.version)
-    client.delete_registered_model_alias(name, alias)
-
-
-def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion):
+def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion, recommended):
     config, version = champion
-    chosen = [int(r["candidate_id"]) for r in held_out_candidates(spark, config, 4).collect()]
+    chosen = recommended
     first = run_recommend(spark, config, [*chosen, 999_999_999])
     assert first.unknown_ids == [999_999_999]
     assert first.model == f"{config.mlflow.model_name} v{version}"

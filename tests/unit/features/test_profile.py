@@ -113,6 +113,12 @@ def test_co_interest_weighs_each_own_jobs_walks():
     assert weighted.tolist() == [0.75]
 
 
+def test_own_jobs_without_a_link_reach_nothing():
+    # a request of one job nobody else was interested in (an online request can be that)
+    rows = {"me": [1], "a": [2, 3]}
+    assert graph_scores(rows, own=[1], pool=[2, 3], sequence=[1]).tolist() == [0.0, 0.0]
+
+
 def test_dense_vectors_give_profile_w2v_as_their_cosine():
     """The index's job vector and the candidate's query vector: their cosine, what the kNN
     search ranks by, is the `profile_w2v` feature the re-rankers read."""

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from jobrec_core.config import load_config
 from jobrec_core.features.queries import (
     QueryTerm,
     build_query,
@@ -9,7 +10,10 @@ from jobrec_core.features.queries import (
     cap_terms,
     collect_terms,
     negative_query,
+    request_query,
 )
+from jobrec_core.ranking.pipeline import QUERY_COLUMNS
+from tests.helpers import REPO
 
 FIELDS = ["title", "function", "requirement_summary", "keywords"]
 RS = ["requirement_summary"]
@@ -127,3 +131,17 @@ def test_negative_query_keeps_at_least_one_term():
     rng = np.random.default_rng(0)
     assert len(negative_query(["only", "two"], 1 / 6, rng)) == 1
     assert negative_query([], 1 / 6, rng) == []
+
+
+def test_a_request_query_is_the_queries_frame_row_of_all_its_jobs():
+    settings = load_config("local", [], REPO / "conf").queries
+    jobs = [{"title": ["nurse"]}, {"title": ["nurse", "ward"]}, {"title": ["nurse"]}]
+    frame = request_query(86494, [17, 42, 17], jobs, {}, settings)
+    assert tuple(frame.columns) == QUERY_COLUMNS and len(frame) == 1
+    row = frame.iloc[0]
+    assert row["candidate_id"] == 86494
+    assert row["own_job_ids"] == row["sequence_job_ids"] == [17, 42, 17]  # repeats kept
+    assert row["query_terms"] == ["nurse", "ward"]
+    # float32, as Spark stores the shares: the model reads the same numbers either way
+    assert row["query_job_share"].dtype == np.float32
+    assert row["query_job_share"].tolist() == [1.0, np.float32(1 / 3)]

@@ -4,8 +4,17 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from jobrec_core.ranking.pipeline import Cutoff, Pipeline, Reranker, ScoreColumns, _ranked_hits
+from jobrec_core.ranking.pipeline import (
+    Cutoff,
+    DocumentText,
+    Pipeline,
+    Reranker,
+    ScoreColumns,
+    _ranked_hits,
+    spark_table,
+)
 from jobrec_core.ranking.scorers import Bm25Scorer, score_column
 
 
@@ -84,3 +93,21 @@ def test_composition_flattens_and_score_columns_keep_only_what_is_asked():
         score_column(JobIdScorer()),
     ]
     assert scored[score_column(Bm25Scorer())].tolist() == retrieved()["bm25"].tolist()
+
+
+def test_a_step_on_an_in_memory_table_serves_requests_and_refuses_spark():
+    tokens = pd.DataFrame(
+        {
+            "job_id": np.array([20, 40, 99], dtype=np.int32),
+            "doc_tokens": [["a"], ["b", "c"], ["z"]],
+            "lead_len": [None] * 3,
+        }
+    )
+    step = DocumentText(tokens)
+    ranked = Reranker(JobIdScorer()).transform(retrieved())
+    texts = step.transform(ranked)
+    # the jobs without a text leave, the others keep their order and gain theirs
+    assert texts["job_id"].tolist() == [j for j in ranked["job_id"] if j in (20, 40)]
+    assert texts.set_index("job_id")["doc_tokens"].to_dict() == {20: ["a"], 40: ["b", "c"]}
+    with pytest.raises(TypeError, match="no Spark form"):
+        spark_table(step.tokens)
