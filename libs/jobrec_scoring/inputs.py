@@ -1,12 +1,18 @@
-"""What a DRMM reads, decoded from stored rows: ragged query columns as bytes, padded into
-tensors with one vectorised pass per batch (no Python loop per query term or per bin).
+"""What a DRMM reads, decoded from stored rows: ragged query columns, padded into tensors with
+one vectorised pass per batch (no Python loop per query term or per bin).
+
+A ragged column's rows come either as the bytes of their values (`to_bytes`: the training
+reader's transform, since Petastorm's batch reader refuses ragged lists) or as the values
+themselves (a list column of a pandas frame, as the registered model and the re-ranker get
+it). Both decode with the same code; scoring does not turn its arrays into bytes and back.
 
 Shared by training (Petastorm batches) and scoring (the registered pyfunc, the re-ranker)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -99,22 +105,47 @@ def to_bytes(frame: pd.DataFrame) -> pd.DataFrame:
         if dtype is not None:
             frame[column] = [np.asarray(v, dtype=dtype).tobytes() for v in frame[column]]
         elif column == QUERY_TERMS:
-            separator = TERM_SEPARATOR.decode("ascii")
-            frame[column] = [separator.join(terms).encode("utf-8") for terms in frame[column]]
+            frame[column] = [_joined_terms(terms) for terms in frame[column]]
     return frame
 
 
-def pad_queries(blobs: np.ndarray, dtype: type, width: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per-row bytes of `terms * width` values -> (B, T, width) zero-padded and (B, T) mask."""
-    itemsize = np.dtype(dtype).itemsize
-    terms = np.fromiter((len(b) for b in blobs), dtype=np.int64, count=len(blobs))
-    terms //= itemsize * width
-    flat: np.ndarray = np.frombuffer(b"".join(blobs), dtype=dtype).reshape(-1, width)
+def _joined_terms(terms: Any) -> bytes:
+    """A query's words as one UTF-8 string, `TERM_SEPARATOR` between them (`to_bytes`)."""
+    if isinstance(terms, bytes):
+        return terms
+    return TERM_SEPARATOR.decode("ascii").join(terms).encode("utf-8")
+
+
+def pad_queries(
+    rows: np.ndarray | Sequence[Any], dtype: type, width: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per-row `terms * width` values -> (B, T, width) zero-padded and (B, T) mask. Each row
+    is the bytes of its values (`to_bytes`) or the values themselves (an array or a list).
+    When every row has the same number of terms (one query's documents, as when a pool is
+    re-ranked), the values are reshaped in place of the padding."""
+    values, sizes = _flat_values(rows, dtype)
+    terms = sizes // width
+    flat = values.reshape(-1, width)
     longest = int(terms.max()) if len(terms) else 0
-    padded: np.ndarray = np.zeros((len(blobs), longest, width), dtype=dtype)
+    if len(terms) and int(terms.min()) == longest:
+        same = flat.reshape(len(terms), longest, width)  # read-only when read from bytes
+        return (same if same.flags.writeable else same.copy()), np.ones(same.shape[:2], bool)
+    padded: np.ndarray = np.zeros((len(terms), longest, width), dtype=dtype)
     mask = np.arange(longest)[None, :] < terms[:, None]
     padded[mask] = flat
     return padded, mask
+
+
+def _flat_values(rows: np.ndarray | Sequence[Any], dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """(every row's values one after another, as `dtype`; how many each row has): one `join`
+    and one `frombuffer` for rows of bytes, one `concatenate` for rows of values."""
+    if len(rows) and isinstance(rows[0], bytes):
+        sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+        return np.frombuffer(b"".join(rows), dtype=dtype), sizes // np.dtype(dtype).itemsize
+    # the conversion `to_bytes` makes, row by row: the same values as its bytes
+    arrays: list[np.ndarray] = [np.asarray(row, dtype=dtype).ravel() for row in rows]
+    sizes = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
+    return (np.concatenate(arrays) if arrays else np.zeros(0, dtype=dtype)), sizes
 
 
 def document_inputs(
@@ -153,8 +184,8 @@ def query_gate(
     idf, mask = pad_queries(columns["query_idf"], np.float32, 1)
     gate = idf
     if vectors is not None:
-        blobs = columns[QUERY_TERMS]
-        found = blobs[mask.any(axis=1)]
+        rows = columns[QUERY_TERMS]
+        found = (_joined_terms(rows[row]) for row in np.flatnonzero(mask.any(axis=1)))
         words = TERM_SEPARATOR.join(found).split(TERM_SEPARATOR) if mask.any() else []
         gate = np.zeros((*mask.shape, vectors.dim), dtype=np.float32)
         gate[mask] = vectors.lookup(words)
@@ -194,7 +225,9 @@ def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> 
         lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
         return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
     if np.issubdtype(counts.dtype, np.integer) and counts.dtype.itemsize <= 2:
-        return _LOG1P_INT16[counts.astype(np.int64) & 0xFFFF]  # a table: log1p costs ~10x more
+        # a table: log1p costs ~10x more; uint16 wraps a negative count as `& 0xFFFF` would,
+        # and `take` costs 2/3 of `[]`
+        return np.take(_LOG1P_INT16, counts.astype(np.uint16))
     return np.log1p(counts, dtype=np.float32)
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from mlflow.pyfunc import PythonModel
 
-from jobrec_scoring.inputs import doc_columns, document_inputs, query_columns, query_gate, to_bytes
+from jobrec_scoring.inputs import doc_columns, document_inputs, query_columns, query_gate
 from jobrec_scoring.network import Drmm, DrmmSpec
 from jobrec_scoring.vectors import QueryVectors
 
@@ -48,12 +48,14 @@ def input_columns(model: Drmm) -> list[str]:
     return [*query_columns(model.spec), *doc_columns(model.spec)]
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
-    """Scores of stored-shape rows (see the module), in their order."""
-    columns = {c: np.asarray(v) for c, v in to_bytes(frame[input_columns(model)].copy()).items()}
+    """Scores of stored-shape rows (see the module), in their order. The list columns are
+    decoded as they are (`inputs.pad_queries`), not copied into bytes first."""
+    columns = {c: np.asarray(frame[c]) for c in input_columns(model)}
     gate, mask = query_gate(columns, model.spec, model.query_vectors)
-    model.eval()
+    if model.training:
+        model.eval()
     return model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
 
 

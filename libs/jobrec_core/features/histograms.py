@@ -2,7 +2,8 @@
 
 For one query and any number of documents, :func:`histogram_counts` computes every cosine
 similarity between the query's term vectors and all the documents' term vectors in one BLAS
-product, bins them, and counts with one `bincount`: no Python loop over words or bins.
+product, bins them, and counts with one scatter-add (`np.add.at`): no Python loop over
+words or bins.
 
 Binning (`bins` = `histograms.bins`, 30): [-1, 1) is split into `bins` equal bins, bin
 `floor((cos + 1) / 2 * bins)`; a similarity of 1 that is not an exact match (two different
@@ -58,14 +59,26 @@ def histogram_counts(
         columns = slots[:, matched]
         columns[query_ids[:, None] == doc_ids[None, matched]] = bins
         slots[:, matched] = columns
-    if word_of is not None:
-        slots = slots[:, word_of]
-    document_of = np.repeat(np.arange(documents, dtype=np.int64), doc_lengths)
-    offsets = (document_of * terms)[None, :] + np.arange(terms, dtype=np.int64)[:, None]
-    offsets *= width
-    offsets += slots
-    counts = np.bincount(offsets.ravel(), minlength=documents * terms * width)
-    return counts.reshape(documents, terms, width).astype(np.int32)
+    # Each (document term, query term) pair increments one counter, at index
+    # (document, term, slot) of the result. The part that depends on the word alone, term *
+    # width + slot, is a table with a row per distinct word; a document term's row of indices
+    # is one gather of a contiguous row (not one gather per term), and its document's offset
+    # is added to the whole row. The pairs come in the result's own order, a document's
+    # increments falling within its few KB of counters (in cache).
+    slots += (np.arange(terms, dtype=np.int32) * width)[:, None]
+    # (distinct words, terms); int16 where the indices fit (a query of up to 1,057 terms)
+    small = np.int16 if terms * width <= np.iinfo(np.int16).max else np.int32
+    table = slots.T.astype(small, order="C")
+    within = table if word_of is None else np.take(table, word_of, axis=0)
+    offsets = np.arange(documents, dtype=np.int64) * (terms * width)
+    keys = np.repeat(offsets, np.asarray(doc_lengths, dtype=np.int64) * terms)
+    keys += within.ravel()
+    counts = np.zeros(documents * terms * width, dtype=np.int32)
+    # `np.add.at` (numpy >= 1.25's fast path: the counters' own type for the increment) takes
+    # about 60% of `np.bincount`'s time here, which first scans its input for the minimum
+    # and maximum and counts in int64.
+    np.add.at(counts, keys, np.int32(1))
+    return counts.reshape(documents, terms, width)
 
 
 def shared_unigrams(
@@ -73,9 +86,7 @@ def shared_unigrams(
 ) -> np.ndarray:
     """Per document, the distinct words it shares with the query (documents' ids one after
     another, `doc_lengths` each), for all documents at once."""
-    return _distinct_members(
-        np.unique(query_ids), doc_ids, _document_of(doc_lengths), len(doc_lengths)
-    )
+    return shared_words(query_ids, doc_ids, doc_lengths)[0]
 
 
 def shared_bigrams(
@@ -83,35 +94,51 @@ def shared_bigrams(
 ) -> np.ndarray:
     """Per document, the distinct pairs of adjacent words it shares with the query (pairs
     across two documents' boundary do not count)."""
+    return shared_words(query_ids, doc_ids, doc_lengths)[1]
+
+
+def shared_words(
+    query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`shared_unigrams`, :func:`shared_bigrams`), from one pass that finds the
+    documents' query words."""
+    ids = np.asarray(doc_ids)
+    query = np.asarray(query_ids)
+    documents = len(doc_lengths)
     document_of = _document_of(doc_lengths)
-    codes = _bigrams(np.asarray(doc_ids))
-    within = document_of[:-1] == document_of[1:]
-    return _distinct_members(
-        np.unique(_bigrams(np.asarray(query_ids))),
-        codes[within],
-        document_of[:-1][within],
-        len(doc_lengths),
+    member = np.isin(ids, query)
+    unigrams = _distinct_per_document(np.unique(query), ids[member], document_of[member], documents)
+    # Both words of a shared pair are query words: only such pairs are coded and compared
+    # (a few of a document's), instead of every adjacent pair.
+    starts = np.flatnonzero(member[:-1] & member[1:] & (document_of[:-1] == document_of[1:]))
+    codes = _bigram_codes(ids[starts], ids[starts + 1])
+    vocabulary = np.unique(_bigram_codes(query[:-1], query[1:]))
+    shared = np.isin(codes, vocabulary)
+    bigrams = _distinct_per_document(
+        vocabulary, codes[shared], document_of[starts[shared]], documents
     )
+    return unigrams, bigrams
 
 
 def _document_of(doc_lengths: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(len(doc_lengths), dtype=np.int64), doc_lengths)
 
 
-def _distinct_members(
+def _distinct_per_document(
     vocabulary: np.ndarray, values: np.ndarray, document_of: np.ndarray, documents: int
 ) -> np.ndarray:
-    """Per document, how many distinct members of the sorted `vocabulary` its `values` hold."""
-    if vocabulary.size == 0 or values.size == 0:
-        return np.zeros(documents, dtype=np.int64)
-    member = np.isin(values, vocabulary)
-    keys = document_of[member] * vocabulary.size + np.searchsorted(vocabulary, values[member])
-    return np.bincount(np.unique(keys) // vocabulary.size, minlength=documents)
+    """Per document, how many distinct members of the sorted `vocabulary` (the query's: a
+    few hundred at most) its `values` (all members) hold: marked in a documents x vocabulary
+    table, not sorted."""
+    present = np.zeros((documents, vocabulary.size), dtype=bool)
+    present[document_of, np.searchsorted(vocabulary, values)] = True
+    return present.sum(axis=1)
 
 
-def _bigrams(ids: np.ndarray) -> np.ndarray:
-    ids = ids.astype(np.int64)
-    return (ids[:-1] << 32) | (ids[1:] & 0xFFFFFFFF)
+def _bigram_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """Adjacent word pairs as one int64 each: the first id shifted up by 32 bits, the second
+    id's low 32 bits below it."""
+    return (first.astype(np.int64) << 32) | (second.astype(np.int64) & 0xFFFFFFFF)
 
 
 class Vocabulary:
@@ -142,8 +169,10 @@ class Vocabulary:
 
     def distinct(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the distinct ids, sorted; each id's position among them): `np.unique` with
-        `return_inverse`, by marking a vocabulary-sized table instead of sorting."""
-        if ids.size and ids.min() < 0:  # words outside the vocabulary: sort after all
+        `return_inverse`, by marking a vocabulary-sized table instead of sorting while the
+        vocabulary is at most a few times the ids: for a request's 12,700 words, 56 us
+        against the sort's 130 with the demo's 45,000 words, but 1.25 ms with 200,000."""
+        if (ids.size and ids.min() < 0) or len(self.words) > 4 * ids.size:  # sort after all
             distinct, positions = np.unique(ids, return_inverse=True)
             return distinct, positions.ravel()
         present = np.zeros(len(self.words), dtype=bool)
@@ -154,7 +183,7 @@ class Vocabulary:
 
     def unit_vectors(self, ids: np.ndarray) -> np.ndarray:
         """Vectors of `ids`; zeros for unknown words."""
-        vectors = self.vectors[np.maximum(ids, 0)]
+        vectors = np.take(self.vectors, np.maximum(ids, 0), axis=0)  # `take`: 2/3 of `[]`'s time
         vectors[ids < 0] = 0.0
         return vectors
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -24,8 +25,7 @@ from jobrec_core.config import HistogramsConfig
 from jobrec_core.features.histograms import (
     Vocabulary,
     histogram_counts,
-    shared_bigrams,
-    shared_unigrams,
+    shared_words,
 )
 from jobrec_core.platform.spark import map_groups_in_pandas, schema_columns
 from jobrec_core.text.tokens import tokens_column
@@ -121,17 +121,17 @@ def query_features(vocabulary: Vocabulary, terms: Iterable[str]) -> QueryFeature
 def document_features(
     vocabulary: Vocabulary,
     query: QueryFeatures,
-    documents: Sequence[Iterable[str]],
+    documents: Sequence[Sequence[str] | np.ndarray],
     bins: int,
     lead_lengths: Sequence[int] | None = None,
 ) -> dict[str, list[Any]]:
     """Columns `doc_len`, `hist` (counts, flattened, int16), `lead_hist` (the counts of the
     first `lead_lengths` terms alone: the lead fields' matches; empty without
     `lead_lengths`), `unigrams`, `bigrams` of each document against one query: one matrix
-    product for all of them."""
-    words = [list(d) for d in documents]
-    lengths = np.array([len(d) for d in words], dtype=np.int64)
-    everything = vocabulary.ids([w for d in words for w in d])
+    product for all of them. Each document's `hist` and `lead_hist` are rows of one array."""
+    count = len(documents)
+    lengths = np.fromiter(map(len, documents), dtype=np.int64, count=count)
+    everything = vocabulary.ids(_all_words(documents, int(lengths.sum())))
     distinct, word_of = vocabulary.distinct(everything)
     # With lead lengths, each document is counted as two, its lead terms then the rest, and
     # `hist` is their sum.
@@ -146,18 +146,29 @@ def document_features(
         bins,
         word_of=word_of,
     )
-    lead_hist = [np.zeros(0, dtype=np.int16)] * len(words)
+    flat = (count, counts[0].size if count else 0)  # a document's histograms, flattened
+    lead_hist = [np.zeros(0, dtype=np.int16)] * count
     if split:
-        parts = counts.reshape(len(words), 2, *counts.shape[1:])
-        lead_hist = [row.ravel().astype(np.int16) for row in parts[:, 0]]
+        parts = counts.reshape(count, 2, *counts.shape[1:])
+        lead_hist = list(parts[:, 0].astype(np.int16).reshape(flat))
         counts = parts.sum(axis=1)
+    unigrams, bigrams = shared_words(query.ids, everything, lengths)
     return {
         "doc_len": lengths.tolist(),
-        "hist": [row.ravel().astype(np.int16) for row in counts],
+        "hist": list(counts.astype(np.int16).reshape(flat)),
         "lead_hist": lead_hist,
-        "unigrams": shared_unigrams(query.ids, everything, lengths).tolist(),
-        "bigrams": shared_bigrams(query.ids, everything, lengths).tolist(),
+        "unigrams": unigrams.tolist(),
+        "bigrams": bigrams.tolist(),
     }
+
+
+def _all_words(documents: Sequence[Sequence[str] | np.ndarray], total: int) -> np.ndarray:
+    """The documents' words one after another, in one object array: one `concatenate` when
+    they are arrays (as Arrow gives a pool's `doc_tokens`), else straight from the lists,
+    without a list per document."""
+    if len(documents) and all(isinstance(d, np.ndarray) for d in documents):
+        return np.concatenate(documents, dtype=object)
+    return np.fromiter(chain.from_iterable(documents), dtype=object, count=total)
 
 
 def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.DataFrame:

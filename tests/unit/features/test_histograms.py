@@ -167,3 +167,45 @@ def test_lead_histograms_count_the_lead_terms_alone(vocabulary):
     ):
         np.testing.assert_array_equal(whole, alone)
         assert lead_hist.size == 0
+
+
+def test_long_queries_count_as_short_ones(vocabulary):
+    """Past 1,057 terms (30 bins) a term's counter offsets no longer fit the int16 table:
+    the counts still equal the direct computation."""
+    rng = np.random.default_rng(8)
+    query_ids = rng.integers(0, 200, 1100)
+    documents = [rng.integers(0, 200, n) for n in (5, 0, 40)]
+    doc_ids = np.concatenate(documents)
+    query_vectors = vocabulary.unit_vectors(query_ids)
+    counts = histogram_counts(
+        query_vectors,
+        query_ids,
+        vocabulary.unit_vectors(doc_ids),
+        doc_ids,
+        np.array([len(d) for d in documents]),
+        BINS,
+    )
+    assert counts.shape == (3, 1100, BINS + 1) and counts.dtype == np.int32
+    for k, ids in enumerate(documents):
+        for term in (0, 700, 1099):
+            one = slice(term, term + 1)
+            expected = reference_histogram(
+                query_vectors[one], query_ids[one], vocabulary.unit_vectors(ids), ids
+            )
+            np.testing.assert_array_equal(counts[k, one], expected)
+
+
+def test_documents_as_arrays_or_lists_have_the_same_features(vocabulary):
+    """A pool's `doc_tokens` from Arrow are object arrays, a test's are lists."""
+    rng = np.random.default_rng(9)
+    query = query_features(vocabulary, [f"w{i:03d}" for i in rng.integers(0, 200, 12)])
+    lists = [[f"w{i:03d}" for i in rng.integers(0, 200, n)] for n in (3, 0, 25, 7)]
+    arrays = [np.array(words, dtype=object) for words in lists]
+    for leads in (None, [1, 0, 30, 2]):
+        expected = document_features(vocabulary, query, lists, BINS, leads)
+        got = document_features(vocabulary, query, arrays, BINS, leads)
+        assert expected.keys() == got.keys()
+        for name, values in expected.items():
+            for one, other in zip(values, got[name], strict=True):
+                np.testing.assert_array_equal(one, other)
+    assert document_features(vocabulary, query, [], BINS)["hist"] == []

@@ -179,6 +179,62 @@ def test_ragged_histograms_pad_into_a_mask():
     assert padded[2, 0].tolist() == [1, 1, 1] and not padded[2, 1].any()
 
 
+def test_rows_of_values_decode_as_their_bytes_do():
+    """`pad_queries` reads a list column as it is (scoring) or its bytes (training): the same
+    padded values and mask, ragged or not; the padding is writable either way."""
+    for lengths in ([2, 0, 1], [2, 2, 2]):
+        rows = [np.arange(3 * n, dtype=np.int16) + 7 * k for k, n in enumerate(lengths)]
+        blobs = np.array([r.tobytes() for r in rows], dtype=object)
+        from_bytes, bytes_mask = pad_queries(blobs, np.int16, 3)
+        for values in (rows, [r.tolist() for r in rows]):
+            padded, mask = pad_queries(np.array(values, dtype=object), np.int16, 3)
+            assert padded.dtype == np.int16 and padded.flags.writeable
+            np.testing.assert_array_equal(padded, from_bytes)
+            np.testing.assert_array_equal(mask, bytes_mask)
+        assert from_bytes.flags.writeable  # `frombuffer` alone would be read-only
+    empty, mask = pad_queries(np.array([], dtype=object), np.float32, 1)
+    assert empty.shape == (0, 0, 1) and mask.shape == (0, 0)
+
+
+def test_score_frame_reads_list_columns_as_the_training_batches_read_bytes():
+    """The pyfunc's input (list columns) scores as the bytes the training reader decodes."""
+    import pandas as pd
+
+    from jobrec_scoring.model import input_columns, score_frame
+    from jobrec_scoring.vectors import QueryVectors
+
+    rng = np.random.default_rng(4)
+    terms = [3, 3, 1, 0, 3]
+    frame = pd.DataFrame(
+        {
+            "query_idf": [rng.uniform(1, 5, n).astype(np.float32) for n in terms],
+            "query_terms": [["c", "a", "zz"][:n] for n in terms],
+            "hist": [rng.integers(0, 9, n * (BINS + 1)).astype(np.int16) for n in terms],
+            "doc_len": [40, 12, 7, 0, 90],
+            "bm25": rng.uniform(0, 20, 5).astype(np.float32),
+        }
+    )
+    for model in (
+        Drmm(spec(extras=("bm25",))),
+        Drmm(spec(gating="embedding", gate_dim=3)),
+    ):
+        if model.spec.gating == "embedding":
+            model.query_vectors = QueryVectors.of([b"a", b"b", b"c"], np.eye(3))
+        with torch.no_grad():
+            for parameter in model.parameters():
+                parameter.copy_(torch.randn_like(parameter))
+        model.eval()
+        selected = frame[input_columns(model)].copy()
+        columns = {c: np.asarray(v) for c, v in to_bytes(selected).items()}
+        gate, mask = query_gate(columns, model.spec, model.query_vectors)
+        with torch.no_grad():
+            expected = model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
+        np.testing.assert_array_equal(score_frame(model, frame), expected)
+        # every row the same length: no padding at all (fewer rows: BLAS may round apart)
+        same = score_frame(model, frame.iloc[[0, 1, 4]])
+        np.testing.assert_allclose(same, expected[[0, 1, 4]], rtol=1e-6)
+
+
 def test_list_columns_become_bytes_of_the_right_type():
     import pandas as pd
 
