@@ -81,26 +81,12 @@ def histogram_counts(
     return counts.reshape(documents, terms, width)
 
 
-def shared_unigrams(
-    query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
-) -> np.ndarray:
-    """Per document, the distinct words it shares with the query (documents' ids one after
-    another, `doc_lengths` each), for all documents at once."""
-    return shared_words(query_ids, doc_ids, doc_lengths)[0]
-
-
-def shared_bigrams(
-    query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
-) -> np.ndarray:
-    """Per document, the distinct pairs of adjacent words it shares with the query (pairs
-    across two documents' boundary do not count)."""
-    return shared_words(query_ids, doc_ids, doc_lengths)[1]
-
-
 def shared_words(
     query_ids: np.ndarray, doc_ids: np.ndarray, doc_lengths: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(:func:`shared_unigrams`, :func:`shared_bigrams`), from one pass that finds the
+    """Per document (documents' ids one after another, `doc_lengths` each), the distinct
+    words it shares with the query, and the distinct pairs of adjacent words it shares with it
+    (pairs across two documents' boundary do not count): both from one pass that finds the
     documents' query words."""
     ids = np.asarray(doc_ids)
     query = np.asarray(query_ids)

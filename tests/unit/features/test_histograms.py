@@ -6,8 +6,7 @@ import pytest
 from jobrec_core.features.histograms import (
     Vocabulary,
     histogram_counts,
-    shared_bigrams,
-    shared_unigrams,
+    shared_words,
 )
 from jobrec_core.features.matching import document_features, query_features
 from jobrec_scoring.inputs import transform
@@ -107,9 +106,9 @@ def test_shared_unigrams_and_bigrams_per_document():
     first = [9, 1, 2, 3, 2, 3, 7, 4]  # bigrams 91 12 23 32 23 37 74
     documents = np.array([*first, 3, 4, 1])  # then [3] and [4, 1]: "3 4" only across a boundary
     lengths = np.array([8, 1, 2, 0])  # and an empty fourth
-    assert shared_unigrams(query, documents, lengths).tolist() == [4, 1, 2, 0]
-    assert shared_bigrams(query, documents, lengths).tolist() == [2, 0, 0, 0]  # 12 and 23 once
-    assert shared_bigrams(np.array([5]), documents, lengths).tolist() == [0, 0, 0, 0]
+    assert shared_words(query, documents, lengths)[0].tolist() == [4, 1, 2, 0]
+    assert shared_words(query, documents, lengths)[1].tolist() == [2, 0, 0, 0]  # 12 and 23 once
+    assert shared_words(np.array([5]), documents, lengths)[1].tolist() == [0, 0, 0, 0]
 
 
 def test_shared_counts_equal_a_per_document_reference():
@@ -122,10 +121,10 @@ def test_shared_counts_equal_a_per_document_reference():
     def bigrams(ids: np.ndarray) -> set[tuple[int, int]]:
         return set(zip(ids[:-1].tolist(), ids[1:].tolist(), strict=True))
 
-    assert shared_unigrams(query, documents, lengths).tolist() == [
+    assert shared_words(query, documents, lengths)[0].tolist() == [
         len(set(query.tolist()) & set(p.tolist())) for p in parts
     ]
-    assert shared_bigrams(query, documents, lengths).tolist() == [
+    assert shared_words(query, documents, lengths)[1].tolist() == [
         len(bigrams(query) & bigrams(p)) for p in parts
     ]
 
