@@ -43,9 +43,10 @@ from jobrec_core.indexing.documents import (
 )
 from jobrec_core.indexing.stage import build_index
 from jobrec_core.platform import manifest
+from jobrec_core.platform.logs import setup_logging
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.spark import get_spark
-from jobrec_core.platform.tables import local_path, read_delta, table_path
-from jobrec_core.runtime import setup_logging
+from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.search.connection import (
     connector_options,
     make_client,

@@ -1,11 +1,19 @@
-"""DRMM training speed (1 vs N processes) and the memory of streaming a large triple set.
+"""DRMM training speed (1 vs N processes, CPU or GPU) and the memory of streaming a large
+triple set.
 
     .venv/bin/python benchmarks/train.py throughput --preset demo --processes 1 2
+    .venv/bin/python benchmarks/train.py export --preset demo --out DIR
+    python benchmarks/train.py throughput --plan DIR/plan.json --device gpu --processes 1
     .venv/bin/python benchmarks/train.py stream --triples 10000000 --dir /tmp/jobrec-triples
 
 `throughput` trains on the preset's stored triples (run the demo first) with plain torchrun,
 once per process count, side by side in one run, and reports training triples/s over the
-training passes alone (dev evaluation excluded). The baseline is one process.
+training passes alone (dev evaluation excluded). The baseline is the first process count.
+
+`export` copies the configured model's plan and the Parquet files it reads into one folder;
+`throughput --plan` trains from such a folder where only torch, Petastorm, numpy and pandas
+are installed (the worker needs no Spark, MLflow or configuration): how the GPU path is
+measured on a GPU machine. `--device gpu` runs one process per GPU with NCCL.
 
 `stream` writes a synthetic triple set of the stored schema (`gold/pairs/triples`: ragged
 IDF lists and int16 histograms; query lengths 5-40 terms, histograms sampled from a pool of
@@ -22,6 +30,7 @@ import json
 import shutil
 import sys
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -32,50 +41,128 @@ GIB = 1024**3
 BINS = 30
 
 
-def throughput(args: argparse.Namespace) -> int:
+PLAN_FILES = ("train_files", "dev_files", "map_dev_files", "held_out_dev_files")
+
+
+def stored_plan(args: argparse.Namespace) -> tuple[dict, str]:
+    """The configured model's training plan on the preset's stored pairs (Spark on the
+    driver, to find the Delta snapshots' files), and a one-line description."""
     from jobrec_core.config import load_config
     from jobrec_core.models.drmm import spec_from_config
     from jobrec_core.platform.spark import get_spark
     from jobrec_core.training.stage import make_plan, training_inputs
-    from jobrec_core.training.worker import torchrun_command, write_plan
 
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
-    config = config.model_copy(
-        update={
-            "training": config.training.model_copy(
-                update={"max_epochs": args.epochs, "early_stop_delta": 0.0}
-            )
-        }
-    )
     spark = get_spark(config)
     inputs = training_inputs(spark, config)
     spark.stop()
     spec = spec_from_config(config, config.embeddings.vector_size)
-    rows = []
-    for processes in args.processes:
-        directory = Path(args.dir) / f"throughput-{processes}"
-        shutil.rmtree(directory, ignore_errors=True)
-        directory.mkdir(parents=True)
-        plan_path = write_plan(make_plan(config, spec, inputs, str(directory)), directory)
-        measured = run_measured(torchrun_command(plan_path, processes))
-        if measured.returncode != 0:
-            print(measured.output[-3000:])
-            return 1
-        history = json.loads((directory / "result.json").read_text())["history"]
-        train_s = sum(r["train_seconds"] for r in history)
-        triples = sum(r["triples"] for r in history)
-        rows.append((processes, triples, train_s, measured.seconds, measured.peak_rss_bytes))
-    base = rows[0][1] / rows[0][2]
-    print(f"\nDRMM training on {args.preset} ({rows[0][1] // args.epochs:,} triples/epoch, "
-          f"{args.epochs} epochs, batch {config.training.batch_size}/process, CPU)")  # fmt: skip
-    print(
-        f"{'processes':>9}{'triples/s':>11}{'vs 1':>7}{'train s':>9}{'wall s':>8}{'peak GiB':>10}"
-    )
-    for processes, triples, train_s, wall, peak in rows:
-        rate = triples / train_s
-        print(f"{processes:>9}{rate:>11,.0f}{rate / base:>6.2f}x{train_s:>9.1f}{wall:>8.1f}"
-              f"{peak / GIB:>10.2f}")  # fmt: skip
+    plan = asdict(make_plan(config, spec, inputs, "checkpoints"))
+    if spec.gating == "embedding":
+        raise SystemExit("only idf gating is exported: embedding gating loads gensim vectors")
+    plan["vectors_file"] = None
+    return plan, f"{args.preset}, model {config.model.version}"
+
+
+def export(args: argparse.Namespace) -> int:
+    """Copy the plan and the Parquet files it reads into one folder that trains anywhere
+    torch and Petastorm are installed (a GPU machine without Spark, say)."""
+    from jobrec_core.platform.paths import local_path
+
+    plan, described = stored_plan(args)
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    for key in PLAN_FILES:
+        copied = []
+        for number, url in enumerate(plan[key]):
+            target = Path("data") / key / f"part-{number:05d}.parquet"
+            (out / target).parent.mkdir(parents=True, exist_ok=True)
+            recompress(Path(local_path(url)), out / target)
+            copied.append(str(target))
+        plan[key] = copied
+    plan |= {"tracking_uri": None, "run_id": None, "described": described}
+    (out / "plan.json").write_text(json.dumps(plan, indent=2), encoding="utf-8")
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file())
+    print(f"exported {described}: {size / 1024**2:.1f} MiB in {out}")
     return 0
+
+
+def recompress(source: Path, target: Path) -> None:
+    """The same rows and row groups (Petastorm shards by row group) in zstd: about a third
+    smaller than Spark's snappy, for the 64 MiB a GPU machine is sent."""
+    import pyarrow.parquet as pq
+
+    stored = pq.ParquetFile(source)
+    rows_per_group = -(-stored.metadata.num_rows // max(stored.metadata.num_row_groups, 1))
+    pq.write_table(
+        stored.read(),
+        target,
+        row_group_size=max(rows_per_group, 1),
+        compression="zstd",
+        compression_level=9,
+    )
+
+
+def exported_plan(path: Path) -> tuple[dict, str]:
+    """An exported plan with its files as absolute `file://` URLs."""
+    plan = json.loads(path.read_text(encoding="utf-8"))
+    for key in PLAN_FILES:
+        plan[key] = [(path.parent / f).resolve().as_uri() for f in plan[key]]
+    return plan, plan.pop("described")
+
+
+def throughput(args: argparse.Namespace) -> int:
+    from jobrec_core.training.plan import TrainPlan
+    from jobrec_core.training.worker import torchrun_command, write_plan
+
+    plan, described = exported_plan(Path(args.plan)) if args.plan else stored_plan(args)
+    plan |= {
+        "max_epochs": args.epochs,
+        "early_stop_patience": args.epochs,  # every run trains the same number of epochs
+        "use_gpu": args.device == "gpu",
+    }
+    if args.batch_size:
+        plan["batch_size"] = args.batch_size
+    rows = []
+    for prefetch in args.prefetch or [plan.get("prefetch_batches", 0)]:
+        for processes in args.processes:
+            directory = Path(args.dir) / f"throughput-{args.device}-{processes}-{prefetch}"
+            shutil.rmtree(directory, ignore_errors=True)
+            directory.mkdir(parents=True)
+            run_plan = TrainPlan(
+                **(plan | {"checkpoint_dir": str(directory), "prefetch_batches": prefetch})
+            )
+            command = torchrun_command(write_plan(run_plan, directory), processes)
+            measured = run_measured(command)
+            if measured.returncode != 0:
+                print(measured.output[-3000:])
+                return 1
+            history = json.loads((directory / "result.json").read_text())["history"]
+            train_s = sum(r["train_seconds"] for r in history)
+            triples = sum(r["triples"] for r in history)
+            rows.append((processes, prefetch, triples, train_s, measured, history[-1]))
+    base = rows[0][2] / rows[0][3]
+    print(f"\nDRMM training on {described} ({rows[0][2] // args.epochs:,} triples/epoch, "
+          f"{args.epochs} epochs, batch {plan['batch_size']}/process, "
+          f"{_hardware(args.device)})")  # fmt: skip
+    print(f"{'processes':>9}{'prefetch':>9}{'triples/s':>11}{'vs first':>9}{'train s':>9}"
+          f"{'wall s':>8}{'peak GiB':>10}{'dev MRR':>9}")  # fmt: skip
+    for processes, prefetch, triples, train_s, measured, final in rows:
+        rate = triples / train_s
+        print(f"{processes:>9}{prefetch:>9}{rate:>11,.0f}{rate / base:>8.2f}x{train_s:>9.1f}"
+              f"{measured.seconds:>8.1f}{measured.peak_rss_bytes / GIB:>10.2f}"
+              f"{final['dev_mrr']:>9.4f}")  # fmt: skip
+    return 0
+
+
+def _hardware(device: str) -> str:
+    import os
+
+    import torch
+
+    if device == "gpu":
+        return f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}"
+    return f"CPU: {os.cpu_count()} cores, torch {torch.__version__}"
 
 
 def write_synthetic(directory: Path, triples: int, seed: int) -> int:
@@ -193,17 +280,27 @@ def main(argv: list[str] | None = None) -> int:
     parts = parser.add_subparsers(dest="part", required=True)
     speed = parts.add_parser("throughput")
     speed.add_argument("--preset", default="demo")
+    speed.add_argument("--plan", help="an exported plan.json instead of the preset's store")
+    speed.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    speed.add_argument("--batch-size", type=int, help="instead of training.batch_size")
+    speed.add_argument(
+        "--prefetch", type=int, nargs="+", help="training.prefetch_batches values to compare"
+    )
     speed.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     speed.add_argument("--epochs", type=int, default=2)
     speed.add_argument("--dir", default="/tmp/jobrec-bench/train")
     speed.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    bundle = parts.add_parser("export")
+    bundle.add_argument("--preset", default="demo")
+    bundle.add_argument("--out", default="/tmp/jobrec-bench/train/export")
+    bundle.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     memory = parts.add_parser("stream")
     memory.add_argument("--triples", type=int, default=10_000_000)
     memory.add_argument("--batch-size", type=int, default=256)
     memory.add_argument("--dir", default="/tmp/jobrec-bench/train")
     memory.add_argument("--regenerate", action="store_true")
     args = parser.parse_args(arguments)
-    return throughput(args) if args.part == "throughput" else stream(args)
+    return {"throughput": throughput, "export": export, "stream": stream}[args.part](args)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,8 @@ from functools import partial
 from pathlib import Path
 
 from jobrec_core.config import ConfigError, JobrecConfig
-from jobrec_core.runtime import add_common_arguments, config_from_args, setup_logging
+from jobrec_core.platform.logs import setup_logging
+from jobrec_core.runtime import add_common_arguments, config_from_args
 from jobrec_core.search.local_node import LocalElasticsearch, LocalNodeError
 
 

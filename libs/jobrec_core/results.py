@@ -19,8 +19,9 @@ from jobrec_core.evaluation.held_out import HeldOutRow
 from jobrec_core.evaluation.protocols import BM25
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.platform import manifest
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
-from jobrec_core.platform.tables import local_path, table_path
+from jobrec_core.platform.tables import table_path
 from jobrec_core.ranking.scorers import score_column_of
 
 CURVE_PLOT = "learning_curve_sizes.png"

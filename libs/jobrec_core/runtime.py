@@ -3,25 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import os
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from jobrec_core.config import JobrecConfig, load_config
-from jobrec_core.platform.quiet import quiet_petastorm
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-NOISY_LOGGERS = (
-    "py4j",
-    "elastic_transport",
-    "urllib3",
-    "alembic",
-    "mlflow.store.db",
-    "gensim",
-    "petastorm",  # logs every reader's schema inference at INFO
-)
+from jobrec_core.platform.logs import setup_logging
 
 
 class _Overlays(argparse.Action):
@@ -90,14 +77,6 @@ def start_job(
         # however deep in the stage; so do the processes they start.
         os.environ[JOB_RUN_ID_ENV] = args.job_run_id
     return args, config_from_args(args)
-
-
-def setup_logging(level: int = logging.INFO) -> None:
-    """Progress goes to stderr; results a job prints go to stdout."""
-    logging.basicConfig(level=level, format=LOG_FORMAT, stream=sys.stderr, force=True)
-    for noisy in NOISY_LOGGERS:
-        logging.getLogger(noisy).setLevel(logging.WARNING)
-    quiet_petastorm()
 
 
 def entry_point(main: Callable[[], int]) -> Callable[[], None]:

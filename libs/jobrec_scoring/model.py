@@ -1,5 +1,5 @@
-"""A saved DRMM (spec, weights, query vectors), how it scores stored-shape rows, and the MLflow
-pyfunc around it.
+"""A saved DRMM (spec, weights, query vectors) and how it scores stored-shape rows; the MLflow
+pyfunc around it is :mod:`jobrec_scoring.served`, so a training worker needs no MLflow.
 
 The registered model's input is what `build_pairs` stores per (query, document), one row
 each: `query_idf` and `hist` (the flattened count histograms) as lists, `lead_hist` too with
@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from mlflow.pyfunc import PythonModel
 
 from jobrec_scoring.inputs import doc_columns, document_inputs, query_columns, query_gate
 from jobrec_scoring.network import Drmm, DrmmSpec
@@ -57,13 +56,3 @@ def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
     if model.training:
         model.eval()
     return model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
-
-
-class DrmmPyfunc(PythonModel):
-    """Scores (query, document) rows with a saved DRMM."""
-
-    def load_context(self, context: Any) -> None:
-        self.model = load_model(context.artifacts[MODEL_ARTIFACT])
-
-    def predict(self, context: Any, model_input: pd.DataFrame, params: Any = None) -> np.ndarray:
-        return score_frame(self.model, model_input)

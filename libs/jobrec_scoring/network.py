@@ -161,22 +161,33 @@ class Drmm(nn.Module):
             dtype=torch.float32,
         )
 
+    # Run the term encoders on the real terms alone (True) or on every padded position
+    # (False); None chooses by device, as `forward` explains. The scores are the same.
+    pack_terms: bool | None = None
+
     def forward(
         self, hist: torch.Tensor, mask: torch.Tensor, gate: torch.Tensor, extras: torch.Tensor
     ) -> torch.Tensor:
         """Scores, shape (B,). Positional tensors (not `DrmmInputs`) so that the module can
         be traced, exported and wrapped by DDP like any other."""
-        # The term encoders run on the real query terms only: a batch pads every query to its
-        # longest (up to 300 terms against a median of about 50), and the padding would be
-        # most of the work. Padded positions score 0 and get no weight below.
-        terms = hist[mask]
+        # On a CPU the term encoders run on the real query terms only: a batch pads every
+        # query to its longest (up to 300 terms against a median of about 50), and the padding
+        # would be most of the work. On a GPU the padding is cheap, while packing (`hist[mask]`)
+        # makes every step wait for the device to count the terms. Either way padded positions
+        # score 0 and get no weight below.
+        packed = not hist.is_cuda if self.pack_terms is None else self.pack_terms
+        terms = hist[mask] if packed else hist.reshape(-1, hist.shape[-1])
         if self.kernels is not None:
-            document = self._knrm(terms, mask)
+            document = self._knrm(terms, mask, packed)
         else:
             if self.spec.architecture == "tks":
                 terms = top_similarities(counts_of(terms, self.spec.histogram), self.spec)
-            term_scores = torch.zeros(mask.shape, dtype=hist.dtype, device=hist.device)
-            term_scores = term_scores.masked_scatter(mask, self.term_mlp(terms).squeeze(-1))
+            scores = self.term_mlp(terms).squeeze(-1)
+            if packed:
+                term_scores = torch.zeros(mask.shape, dtype=hist.dtype, device=hist.device)
+                term_scores = term_scores.masked_scatter(mask, scores)
+            else:
+                term_scores = scores.view(mask.shape).masked_fill(~mask, 0.0)
             assert self.gate is not None
             logits = self.gate(gate).squeeze(-1).masked_fill(~mask, float("-inf"))
             # A query with no terms at all would softmax to NaN; it scores 0 instead.
@@ -196,16 +207,19 @@ class Drmm(nn.Module):
     def score(self, inputs: DrmmInputs) -> torch.Tensor:
         return self(*inputs.tensors())
 
-    def _knrm(self, terms: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _knrm(self, terms: torch.Tensor, mask: torch.Tensor, packed: bool) -> torch.Tensor:
         """K-NRM: per query term, log soft-TF of each kernel; summed over the query's terms,
-        then one linear layer (`term_mlp` is that layer here)."""
+        then one linear layer (`term_mlp` is that layer here). `terms` are the real terms
+        (`packed`) or every padded position."""
         assert self.kernels is not None
         pooled = torch.log1p(self.kernels(counts_of(terms, self.spec.histogram)))
-        per_query = torch.zeros(
-            (mask.shape[0], pooled.shape[1]), dtype=pooled.dtype, device=pooled.device
-        )
-        owner = mask.nonzero()[:, 0]
-        per_query = per_query.index_add(0, owner, pooled)
+        if packed:
+            per_query = torch.zeros(
+                (mask.shape[0], pooled.shape[1]), dtype=pooled.dtype, device=pooled.device
+            )
+            per_query = per_query.index_add(0, mask.nonzero()[:, 0], pooled)
+        else:
+            per_query = (pooled.view(*mask.shape, -1) * mask.unsqueeze(-1)).sum(dim=1)
         return self.term_mlp(per_query).squeeze(-1)
 
 

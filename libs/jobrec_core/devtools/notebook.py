@@ -20,8 +20,9 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.platform.logs import setup_logging
 from jobrec_core.platform.spark import get_spark
-from jobrec_core.runtime import add_common_arguments, config_from_args, setup_logging
+from jobrec_core.runtime import add_common_arguments, config_from_args
 
 # Widget values for the repeatable `--set`: one `key=value` per line (or separated by `;`).
 OVERRIDES_WIDGET = "set"

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from jobrec_core.cleaning.stage import evaluate_noise_filter, plot_noise_filter_curve
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.spark import get_spark
-from jobrec_core.platform.tables import local_path, table_path
+from jobrec_core.platform.tables import table_path
 from jobrec_core.runtime import add_common_arguments, entry_point, start_job
 
 SWEEP = [round(0.40 + 0.01 * i, 2) for i in range(31)]

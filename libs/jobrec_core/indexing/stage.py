@@ -52,6 +52,7 @@ from jobrec_core.indexing.documents import (
     writer_options,
 )
 from jobrec_core.platform import manifest
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.progress import eta_seconds, format_duration, periodic_log
 from jobrec_core.platform.quarantine import (
     QualityReport,
@@ -59,7 +60,7 @@ from jobrec_core.platform.quarantine import (
     has_quarantined,
     write_quarantine,
 )
-from jobrec_core.platform.tables import delta_version, local_path, read_delta, table_path
+from jobrec_core.platform.tables import delta_version, read_delta, table_path
 from jobrec_core.search.connection import (
     ES_FORMAT,
     connector_options,

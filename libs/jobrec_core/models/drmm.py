@@ -7,10 +7,14 @@ configuration, so the scoring package never reads project configuration.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import torch
 
-from jobrec_core.config import JobrecConfig
 from jobrec_scoring.network import Drmm, DrmmSpec
+
+if TYPE_CHECKING:  # a training worker needs the phases and the loss, not the configuration
+    from jobrec_core.config import JobrecConfig
 
 
 def spec_from_config(config: JobrecConfig, vector_size: int) -> DrmmSpec:

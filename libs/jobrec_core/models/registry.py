@@ -1,6 +1,6 @@
 """DRMM models in the MLflow model registry: logging, loading by alias, and promotion.
 
-A registered model is an MLflow pyfunc (:class:`jobrec_scoring.model.DrmmPyfunc`) around the
+A registered model is an MLflow pyfunc (:class:`jobrec_scoring.served.DrmmPyfunc`) around the
 saved network (`training.save_model`: spec + weights), logged with the `jobrec_scoring` package
 as its only code: it loads and serves with torch, numpy, pandas and MLflow alone. Its input is
 described in :mod:`jobrec_scoring.model`. `model_of` gives the torch network back for batch

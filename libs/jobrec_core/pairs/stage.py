@@ -74,9 +74,10 @@ from jobrec_core.pairs.splits import (
     split_sizes,
 )
 from jobrec_core.platform import manifest
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.spark import arrow_batch, schema_columns
-from jobrec_core.platform.tables import local_path, read_delta, table_path, write_delta
+from jobrec_core.platform.tables import read_delta, table_path, write_delta
 from jobrec_core.search.bm25 import (
     BOTH_QUERIES,
     FULL_QUERY,

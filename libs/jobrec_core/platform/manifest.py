@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.platform.tables import local_path
+from jobrec_core.platform.paths import local_path
 
 
 def manifest_path(config: JobrecConfig) -> Path:

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pyspark.sql import DataFrame, SparkSession
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.platform.paths import local_path
 
 Layer = Literal["raw", "bronze", "silver", "gold", "reports"]
 
@@ -67,19 +68,6 @@ def is_delta_table(spark: SparkSession, path: str) -> bool:
     from delta.tables import DeltaTable
 
     return bool(DeltaTable.isDeltaTable(spark, path))
-
-
-def local_path(location: str) -> str:
-    """A path Python's file functions can open: `dbfs:/x` is `/dbfs/x` on Databricks, but a
-    Unity Catalog volume's files (`dbfs:/Volumes/...`, as Spark qualifies a `/Volumes/...`
-    table's files) are at `/Volumes/...`, where the cluster mounts volumes."""
-    if location.startswith("dbfs:/Volumes/"):
-        return location[len("dbfs:") :]
-    if location.startswith("dbfs:/"):
-        return "/dbfs/" + location[len("dbfs:/") :].lstrip("/")
-    if location.startswith("file:"):
-        return location[len("file:") :]
-    return location
 
 
 def delta_version(spark: SparkSession, path: str) -> int:

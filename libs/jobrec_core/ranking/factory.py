@@ -29,7 +29,8 @@ from jobrec_core.features.neighbours import InterestMemory
 from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.features.queries import candidate_queries
 from jobrec_core.platform import manifest
-from jobrec_core.platform.tables import local_path, read_delta, table_path
+from jobrec_core.platform.paths import local_path
+from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
     DocumentText,

@@ -11,12 +11,11 @@ more than the task.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pyspark import Broadcast
-from pyspark.sql import SparkSession
-
-from jobrec_core.platform.tables import read_delta
+if TYPE_CHECKING:  # Spark is imported where it runs: a training worker may have none
+    from pyspark import Broadcast
+    from pyspark.sql import SparkSession
 
 T = TypeVar("T")
 
@@ -45,6 +44,8 @@ def worker_cached(kind: str, key: str, build: Callable[[], T]) -> T:
 def broadcast_idf(spark: SparkSession, embeddings: dict[str, Any]) -> Broadcast:
     """The (words, IDF) of an embeddings version (its manifest entry), broadcast once for
     the queries and the histogram features."""
+    from jobrec_core.platform.tables import read_delta
+
     rows = read_delta(spark, embeddings["idf"]).select("term", "idf").collect()
     return spark.sparkContext.broadcast(
         ([r["term"] for r in rows], [float(r["idf"]) for r in rows])
@@ -54,4 +55,4 @@ def broadcast_idf(spark: SparkSession, embeddings: dict[str, Any]) -> Broadcast:
 def words_and_idf_of(source: Broadcast | tuple[list[str], list[float]]) -> tuple[Any, Any]:
     """The (words, IDF) pair of a broadcast (on executors) or of the plain value (a request
     scored on the driver)."""
-    return source.value if isinstance(source, Broadcast) else source
+    return source if isinstance(source, tuple) else source.value

@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.registry import model_of
-from jobrec_core.platform.tables import local_path
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
 from jobrec_core.ranking.statistics import PairedDifference, paired_difference
 from jobrec_core.training.scoring import SplitScores, evaluate

@@ -35,8 +35,9 @@ from jobrec_core.models.drmm import spec_from_config
 from jobrec_core.models.model_io import save_model
 from jobrec_core.models.registry import model_entry
 from jobrec_core.platform import manifest
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
-from jobrec_core.platform.tables import delta_version, local_path, read_delta, snapshot_files
+from jobrec_core.platform.tables import delta_version, read_delta, snapshot_files
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.promotion import GateFiles
 from jobrec_core.training.scoring import tune_bm25_alpha

@@ -36,10 +36,12 @@ from torch import nn
 from jobrec_core.features.query_vectors import query_vectors_of
 from jobrec_core.models.drmm import hinge_loss, phases, set_phase
 from jobrec_core.models.model_io import FINAL_MODEL, save_model
+from jobrec_core.platform.logs import setup_logging
 from jobrec_core.training.batches import (
     ReaderSettings,
     TripleStream,
     loader,
+    prefetched,
 )
 from jobrec_core.training.checkpoints import Checkpoints
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
@@ -105,8 +107,6 @@ def train_worker(plan: TrainPlan | dict[str, Any]) -> dict[str, Any]:
     A plain function of plain values, so `TorchDistributor.run` can pickle it."""
     if isinstance(plan, dict):
         plan = TrainPlan(**plan)
-    from jobrec_core.runtime import setup_logging
-
     process = _process(plan.use_gpu)
     setup_logging()  # after the process group: initialising it resets the warning filters
     try:
@@ -246,31 +246,31 @@ def _epoch(
         shards=process.world,
         shuffle_buffer_rows=plan.shuffle_buffer_rows,
     )
-    totals = torch.zeros(3, dtype=torch.float64)  # loss sum, correct, triples
+    # loss sum, correct, triples: kept where the model runs, so a step never waits for the GPU
+    # to report them (and NCCL reduces them in place)
+    totals = torch.zeros(3, dtype=torch.float64, device=process.device)
     wrapped.train()
     joined = wrapped.join() if isinstance(wrapped, nn.parallel.DistributedDataParallel) else None
+    on_device = (
+        (len(batch), DrmmInputs.concat(batch.positive, batch.negative).to(process.device))
+        for batch in loader(TripleStream(settings, model.spec, model.query_vectors))
+    )
     with joined or nullcontext():
-        for batch in loader(TripleStream(settings, model.spec, model.query_vectors)):
-            both = DrmmInputs.concat(batch.positive, batch.negative).to(process.device)
+        for size, both in prefetched(on_device, plan.prefetch_batches):
             scores = wrapped(*both.tensors())
-            positive, negative = scores[: len(batch)], scores[len(batch) :]
+            positive, negative = scores[:size], scores[size:]
             loss = hinge_loss(positive, negative, plan.hinge_margin)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-            totals += torch.tensor(
-                [
-                    float(loss.detach()) * len(batch),
-                    float((positive > negative).sum()),
-                    float(len(batch)),
-                ],
-                dtype=torch.float64,
-            )
+            totals[0] += loss.detach() * size
+            totals[1] += (positive > negative).sum()
+            totals[2] += size
     if process.world > 1:
         dist.all_reduce(totals)
     train_seconds = time.perf_counter() - started
     loss_sum, correct, triples = (float(v) for v in totals)
-    dev = torch.zeros(3, dtype=torch.float64)
+    dev = torch.zeros(3, dtype=torch.float64, device=process.device)  # NCCL: on the GPU
     if process.leader:
         with _all_cores(process):
             measured = evaluate(
@@ -283,7 +283,9 @@ def _epoch(
                 process.device,
             )
         dev = torch.tensor(
-            [measured.accuracy, measured.map, measured.held_out_mrr], dtype=torch.float64
+            [measured.accuracy, measured.map, measured.held_out_mrr],
+            dtype=torch.float64,
+            device=process.device,
         )
     if process.world > 1:
         dist.broadcast(dev, src=0)

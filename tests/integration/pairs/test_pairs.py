@@ -12,7 +12,8 @@ from jobrec_core.config import load_config
 from jobrec_core.pairs.splits import assign_splits, split_sizes
 from jobrec_core.pairs.stage import QUARANTINE_SOURCE, run_build_pairs
 from jobrec_core.platform.manifest import current
-from jobrec_core.platform.tables import local_path, read_delta, table_path
+from jobrec_core.platform.paths import local_path
+from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.platform.tracking import stage_runs
 from jobrec_core.search.bm25 import quarantine_failed_searches, retrieve
 from jobrec_core.search.connection import make_client, resolve_connection

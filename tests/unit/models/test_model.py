@@ -69,6 +69,25 @@ def test_padded_query_terms_change_nothing():
     torch.testing.assert_close(model.score(alone), model.score(batch)[2:])
 
 
+@pytest.mark.parametrize("architecture", ["drmm", "tks", "knrm"])
+def test_packed_and_padded_term_encoding_score_and_learn_alike(architecture):
+    """The GPU runs the term encoders over every padded position (no host sync), the CPU
+    over the real terms alone: the scores and the gradients must not depend on which."""
+    batch = inputs(3, [2, 5, 1], extras=2)
+    outcomes = []
+    for packed in (True, False):
+        torch.manual_seed(0)
+        model = Drmm(spec(architecture=architecture, extras=("bm25", "unigrams"))).eval()
+        model.pack_terms = packed
+        scores = model.score(batch)
+        scores.sum().backward()
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        outcomes.append((scores.detach(), grads))
+    torch.testing.assert_close(outcomes[0][0], outcomes[1][0])
+    for packed_grad, padded_grad in zip(outcomes[0][1], outcomes[1][1], strict=True):
+        torch.testing.assert_close(packed_grad, padded_grad)
+
+
 def test_a_query_without_terms_scores_zero_not_nan():
     model = Drmm(spec()).eval()
     batch = inputs(2, [3, 3])

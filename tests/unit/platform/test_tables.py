@@ -1,6 +1,6 @@
 import pytest
 
-from jobrec_core.platform.tables import local_path
+from jobrec_core.platform.paths import local_path
 
 
 @pytest.mark.parametrize(
