@@ -3,6 +3,7 @@
 jobrec es start|stop|status     the local Elasticsearch node
 jobrec index versions|rollback  the versions of the jobs index; point the alias back
 jobrec demo                     start the node, prove every component, print the report
+jobrec run --preset seed        every stage on a preset; rerun to resume after a failure
 jobrec recommend --candidate ID a candidate's past jobs and their ten recommendations
 jobrec serve                    online recommendations over HTTP (POST /recommend, GET /health)
 jobrec config                   print the resolved configuration (secrets are never in it)
@@ -17,7 +18,6 @@ import signal
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 
 from jobrec_core.config import ConfigError, JobrecConfig
@@ -46,6 +46,24 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--keep-es", action="store_true", help="leave the Elasticsearch node running afterwards"
     )
+
+    run = add_common_arguments(
+        commands.add_parser(
+            "run", help="the whole pipeline on a preset; resumes after the last completed step"
+        )
+    )
+    run.add_argument("--preset", default=None, help="data preset (tiny, demo, seed): data.preset")
+    run.add_argument(
+        "--candidates",
+        type=int,
+        default=DEMO_CANDIDATES,
+        help="held-out candidates to recommend to",
+    )
+    run.add_argument(
+        "--from", dest="start", default=None, metavar="STEP", help="run again from STEP"
+    )
+    run.add_argument("--fresh", action="store_true", help="forget the state: run every step")
+    run.add_argument("--keep-es", action="store_true", help="leave the local node running")
 
     recommend = add_common_arguments(
         commands.add_parser("recommend", help="one candidate's jobs and recommendations")
@@ -90,6 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging()
     if args.command == "bundle":
         return _bundle(Path(args.folder), args.target, args.variables)
+    if getattr(args, "preset", None):
+        args.overrides.append(f"data.preset={args.preset}")
     try:
         config = config_from_args(args)
         if args.command == "es":
@@ -98,6 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _index(config, args.action, args.to)
         if args.command == "demo":
             return _demo(config, keep_es=args.keep_es)
+        if args.command == "run":
+            return _run(config, args)
         if args.command == "recommend":
             return _recommend(config, args.candidate, args.refresh)
         if args.command == "serve":
@@ -261,19 +283,11 @@ DEMO_CANDIDATES = 3  # held-out candidates whose recommendations the demo prints
 
 
 def _demo(config: JobrecConfig, keep_es: bool) -> int:
-    """Every stage built so far, on the configured preset (conf/local.yaml: demo)."""
-    from jobrec_core.cleaning.stage import run_cleaning
-    from jobrec_core.data.stage import generate_dataset, ingest_raw
+    """Every stage on the configured preset (conf/local.yaml: demo), after proving every
+    component; always from the start (`jobrec run` is the one that resumes)."""
     from jobrec_core.devtools.stack_check import StackContext, format_report, run_checks
-    from jobrec_core.embeddings.stage import build_embeddings
-    from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
-    from jobrec_core.indexing.stage import run_indexing
-    from jobrec_core.pairs.stage import run_build_pairs
+    from jobrec_core.pipeline import PipelineError, pipeline_steps, run_steps
     from jobrec_core.platform.spark import get_spark
-    from jobrec_core.results import publish
-    from jobrec_core.serving.stage import run_recommend, show_candidate
-    from jobrec_core.training.promotion import promote
-    from jobrec_core.training.stage import gate_files, run_training, train_on_files
 
     with _local_node(config, keep=keep_es):
         spark = get_spark(config)
@@ -281,46 +295,49 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         print(format_report(results))
         if not all(r.ok for r in results):
             return 1
-        counts = generate_dataset(spark, config)
-        summary = ", ".join(f"{key} {value:,}" for key, value in counts.items())
-        print(f"\ngenerated {config.data.preset!r}: {summary}")
-        for report in ingest_raw(spark, config):
-            print(report.format())
-        print()
-        _data_report(config, None)
-        embeddings = build_embeddings(spark, config)
-        print(
-            f"\nembeddings {embeddings.version.name}: {embeddings.vocabulary:,} words, "
-            f"{embeddings.terms:,} IDF terms"
-        )
-        print(run_cleaning(spark, config).format())
-        print()
-        print(run_indexing(spark, config).format())
-        print()
-        print(run_build_pairs(spark, config).format())
-        test_files = gate_files(spark, config)
-        for version in config.evaluation.models:  # the paper's four configurations, then ours
-            print(f"\nDRMM {version}")
-            versioned = config.model_copy(
-                update={"model": config.model.model_copy(update={"version": version})}
-            )
-            trained = run_training(spark, versioned)
-            print(trained.format())
-            print(promote(versioned, str(trained.version), test_files).format())
-        print()
-        evaluation = run_evaluation(spark, config, partial(train_on_files, spark, config))
-        written, _ = publish(config, evaluation, None, "jobrec demo")
-        print(evaluation.format())
-        print(f"report: {written}\n")
-        sample = [
-            int(r["candidate_id"])
-            for r in held_out_candidates(spark, config, DEMO_CANDIDATES).collect()
-        ]
-        print(run_recommend(spark, config, sample).format())
-        for candidate in sample:
-            print()
-            print(show_candidate(spark, config, candidate))
+        try:
+            run_steps(pipeline_steps(spark, config, DEMO_CANDIDATES, "jobrec demo"), None, None)
+        except PipelineError as error:
+            print(f"jobrec demo: {error}", file=sys.stderr)
+            return 1
         return 0
+
+
+def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
+    """The pipeline on the configured preset, resuming after the last recorded step."""
+    from jobrec_core.pipeline import (
+        PipelineError,
+        fingerprint,
+        format_records,
+        load_state,
+        pipeline_steps,
+        restart_from,
+        run_steps,
+        save_state,
+        state_file,
+    )
+    from jobrec_core.platform.spark import get_spark
+
+    path = state_file(config)
+    state = load_state(path, fingerprint(config))
+    if args.fresh:
+        state.completed.clear()
+    with _local_node(config, keep=args.keep_es):
+        spark = get_spark(config)
+        steps = pipeline_steps(spark, config, args.candidates, "jobrec run")
+        if args.start:
+            state = restart_from(state, steps, args.start)
+        save_state(path, state)
+        try:
+            run_steps(steps, state, path)
+        except PipelineError as error:
+            print(f"\njobrec run: {error}", file=sys.stderr)
+            print(f"the state is in {path}; run the same command again to resume from that step",
+                  file=sys.stderr)  # fmt: skip
+            return 1
+    print(f"\n{config.data.preset}: every step done (state: {path})")
+    print(format_records(state.completed))
+    return 0
 
 
 if __name__ == "__main__":

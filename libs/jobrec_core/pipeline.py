@@ -1,0 +1,298 @@
+"""The whole pipeline on one preset as one command that resumes (`jobrec run`).
+
+The steps, in order: generate, ingest, embeddings, clean, index, build_pairs, one training and
+promotion per model of `evaluation.models` (the paper's configurations, then ours), evaluate,
+recommend. Each is the stage function its job runs, so `jobrec run` does what the jobs do
+one after another (and the demo does the same steps).
+
+**Resuming.** After each step, a state file records it: its wall time, the peak memory of
+the process tree (the driver, the JVM, Spark's Python workers, the training processes) and
+when it ended. Running the same command again skips the recorded steps and starts at the first
+one that is not recorded, the one that failed. Every step replaces what it writes, so a step
+killed halfway runs again from its start (training continues from its last checkpoint). The
+state holds the configuration's fingerprint: under a configuration that computes anything
+differently, nothing is skipped. Settings of how it runs (`RUNTIME_SETTINGS`: Spark's
+resources, the node's address, timeouts) may change between a failure and its rerun.
+`--from STEP` runs again from that step; `--fresh` forgets the state.
+
+The state file is `<storage.root>/<preset>/reports/pipeline/state.json`, written whole and
+then renamed into place, so a kill never leaves half a record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.platform.paths import local_path
+from jobrec_core.platform.progress import format_duration
+from jobrec_core.platform.resources import GIB, TreeMemory
+from jobrec_core.platform.tables import table_path
+
+log = logging.getLogger(__name__)
+
+SHOWN_CANDIDATES = 3  # candidates whose jobs and recommendations are printed in full
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step: a name to resume by, and the stage call, which returns what to print."""
+
+    name: str
+    run: Callable[[], str]
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    name: str
+    seconds: float
+    peak_rss_bytes: int
+    finished: str  # ISO time, UTC
+
+
+@dataclass
+class PipelineState:
+    """What a run on one preset has completed, under which configuration."""
+
+    fingerprint: str
+    completed: list[StepRecord] = field(default_factory=list)
+
+    def done(self, name: str) -> bool:
+        return any(record.name == name for record in self.completed)
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"fingerprint": self.fingerprint, "completed": [asdict(r) for r in self.completed]},
+            indent=2,
+        )
+
+    @staticmethod
+    def from_json(text: str) -> PipelineState:
+        values = json.loads(text)
+        return PipelineState(
+            values["fingerprint"], [StepRecord(**r) for r in values.get("completed", [])]
+        )
+
+
+# Settings that say how and where the pipeline runs, not what it computes: changing them (more
+# memory for Spark after a failure, another port, a longer timeout) keeps the completed steps.
+RUNTIME_SETTINGS = (
+    "spark",
+    "storage",
+    "mlflow",
+    "elasticsearch.nodes",
+    "elasticsearch.auth",
+    "elasticsearch.verify_certs",
+    "elasticsearch.request_timeout_s",
+    "elasticsearch.local",
+    "indexing.write_partitions",
+    "indexing.batch_entries",
+    "indexing.batch_bytes",
+    "indexing.bulk_retries",
+    "indexing.bulk_retry_wait_s",
+    "indexing.write_attempts",
+    "indexing.attempt_backoff_s",
+    "indexing.health_timeout_s",
+    "training.launcher",
+    "training.prefetch_batches",
+)
+
+
+def fingerprint(config: JobrecConfig) -> str:
+    """A hash of every setting that changes what the steps compute (all but
+    `RUNTIME_SETTINGS`): under another fingerprint, nothing recorded can be reused."""
+    values = config.model_dump(mode="json")
+    for setting in RUNTIME_SETTINGS:
+        *parents, leaf = setting.split(".")
+        section = values
+        for parent in parents:
+            section = section[parent]
+        del section[leaf]
+    resolved = json.dumps(values, sort_keys=True)
+    return hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:16]
+
+
+def state_file(config: JobrecConfig) -> Path:
+    return Path(local_path(table_path(config, "reports", "pipeline"))) / "state.json"
+
+
+def load_state(path: Path, config_fingerprint: str) -> PipelineState:
+    """The recorded state, or an empty one when there is none or it belongs to another
+    configuration (said in the log, so a rerun that starts over is never a surprise)."""
+    if not path.is_file():
+        return PipelineState(config_fingerprint)
+    state = PipelineState.from_json(path.read_text(encoding="utf-8"))
+    if state.fingerprint != config_fingerprint:
+        log.warning(
+            "%s was recorded under another configuration (%s, now %s): every step runs",
+            path,
+            state.fingerprint,
+            config_fingerprint,
+        )
+        return PipelineState(config_fingerprint)
+    return state
+
+
+def save_state(path: Path, state: PipelineState) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial_file = path.with_suffix(".tmp")
+    partial_file.write_text(state.to_json(), encoding="utf-8")
+    os.replace(partial_file, path)
+
+
+def pipeline_steps(
+    spark: SparkSession, config: JobrecConfig, candidates: int, label: str
+) -> list[Step]:
+    """Every step on the configured preset; `candidates` held-out candidates get
+    recommendations, and `label` names the command in the published report."""
+    from jobrec_core.cleaning.stage import run_cleaning
+    from jobrec_core.data.report import format_profile, profile_dataset, save_plots
+    from jobrec_core.data.stage import generate_dataset, ingest_raw
+    from jobrec_core.embeddings.stage import build_embeddings
+    from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
+    from jobrec_core.indexing.stage import run_indexing
+    from jobrec_core.pairs.stage import run_build_pairs
+    from jobrec_core.results import publish
+    from jobrec_core.serving.stage import run_recommend, show_candidate
+    from jobrec_core.training.promotion import promote
+    from jobrec_core.training.stage import gate_files, run_training, train_on_files
+
+    def generate() -> str:
+        counts = generate_dataset(spark, config)
+        summary = ", ".join(f"{key} {value:,}" for key, value in counts.items())
+        return f"generated {config.data.preset!r}: {summary}"
+
+    def ingest() -> str:
+        lines = [report.format() for report in ingest_raw(spark, config)]
+        profile = profile_dataset(spark, config)
+        lines += [
+            "",
+            format_profile(profile, config.cleaning.min_jobs, config.cleaning.min_top_score),
+            f"plots: {save_plots(profile, Path(table_path(config, 'reports', 'data')))}",
+        ]
+        return "\n".join(lines)
+
+    def embeddings() -> str:
+        built = build_embeddings(spark, config)
+        return (
+            f"embeddings {built.version.name}: {built.vocabulary:,} words, "
+            f"{built.terms:,} IDF terms"
+        )
+
+    def train(version: str) -> str:
+        versioned = config.model_copy(
+            update={"model": config.model.model_copy(update={"version": version})}
+        )
+        trained = run_training(spark, versioned)
+        decision = promote(versioned, str(trained.version), gate_files(spark, config))
+        return f"DRMM {version}\n{trained.format()}\n{decision.format()}"
+
+    def evaluate() -> str:
+        evaluation = run_evaluation(spark, config, partial(train_on_files, spark, config))
+        written, _ = publish(config, evaluation, None, label)
+        return f"{evaluation.format()}\nreport: {written}"
+
+    def recommend() -> str:
+        sample = [
+            int(r["candidate_id"]) for r in held_out_candidates(spark, config, candidates).collect()
+        ]
+        parts = [run_recommend(spark, config, sample).format()]
+        parts += [show_candidate(spark, config, c) for c in sample[:SHOWN_CANDIDATES]]
+        return "\n\n".join(parts)
+
+    return [
+        Step("generate", generate),
+        Step("ingest", ingest),
+        Step("embeddings", embeddings),
+        Step("clean", lambda: run_cleaning(spark, config).format()),
+        Step("index", lambda: run_indexing(spark, config).format()),
+        Step("build_pairs", lambda: run_build_pairs(spark, config).format()),
+        *(Step(f"train_{v}", partial(train, v)) for v in config.evaluation.models),
+        Step("evaluate", evaluate),
+        Step("recommend", recommend),
+    ]
+
+
+class PipelineError(RuntimeError):
+    """A step failed; the state keeps every step before it."""
+
+
+def run_steps(
+    steps: list[Step],
+    state: PipelineState | None,
+    path: Path | None,
+    emit: Callable[[str], None] = print,
+) -> list[StepRecord]:
+    """Run the steps that `state` has not recorded, in order, recording each in it as it ends
+    and saving it to `path` (`state` None: run all, record nothing). Returns the records of
+    the steps run now."""
+    ran: list[StepRecord] = []
+    for number, step in enumerate(steps, start=1):
+        if state is not None and state.done(step.name):
+            log.info(
+                "step %d/%d %s: done in an earlier run, skipped", number, len(steps), step.name
+            )
+            continue
+        log.info("step %d/%d %s: starting", number, len(steps), step.name)
+        started = time.perf_counter()
+        with TreeMemory() as memory:
+            try:
+                output = step.run()
+            except Exception as error:
+                seconds = time.perf_counter() - started
+                raise PipelineError(
+                    f"step {step.name} failed after {format_duration(seconds)}: {error}"
+                ) from error
+        record = StepRecord(
+            step.name,
+            time.perf_counter() - started,
+            memory.peak_bytes,
+            datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        emit(f"\n{output}")
+        log.info(
+            "step %d/%d %s: done in %s, peak memory %.2f GiB",
+            number,
+            len(steps),
+            step.name,
+            format_duration(record.seconds),
+            record.peak_rss_bytes / GIB,
+        )
+        ran.append(record)
+        if state is not None:
+            state.completed.append(record)
+            if path is not None:
+                save_state(path, state)
+    return ran
+
+
+def restart_from(state: PipelineState, steps: list[Step], name: str) -> PipelineState:
+    """The state without `name` and every step after it: they run again."""
+    names = [step.name for step in steps]
+    if name not in names:
+        raise ValueError(f"no step {name!r}; the steps are: {', '.join(names)}")
+    later = set(names[names.index(name) :])
+    return PipelineState(state.fingerprint, [r for r in state.completed if r.name not in later])
+
+
+def format_records(records: list[StepRecord]) -> str:
+    """The steps' wall time and peak memory, as a table."""
+    lines = [f"{'step':<16}{'wall':>10}{'peak GiB':>10}"]
+    lines += [
+        f"{r.name:<16}{format_duration(r.seconds):>10}{r.peak_rss_bytes / GIB:>10.2f}"
+        for r in records
+    ]
+    total = sum(r.seconds for r in records)
+    lines.append(f"{'total':<16}{format_duration(total):>10}")
+    return "\n".join(lines)

@@ -1,0 +1,67 @@
+"""`jobrec run` on the tiny preset: every stage in order through the real components, each
+recorded with its wall time and peak memory; a rerun runs nothing again, and `--from` runs
+again from the named step on. (Resuming after a failure is tested without Spark in
+tests/unit/pipeline.)"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+
+import pytest
+
+from jobrec_core.cli import main
+from jobrec_core.config import load_config
+from jobrec_core.pipeline import state_file
+from tests.helpers import REPO, state_overrides
+
+
+@pytest.fixture
+def logs_to_the_real_stderr():
+    """`main` points the log handler at the captured stderr; put it back afterwards, so later
+    log lines do not go to a closed capture."""
+    yield
+    logging.basicConfig(level=logging.INFO, stream=sys.__stderr__, force=True)
+
+
+def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
+    spark, es_node, state_root, tmp_path, capsys, logs_to_the_real_stderr
+):
+    settings = [
+        *state_overrides(tmp_path),
+        f"elasticsearch.local.workdir={state_root / 'es'}",  # the session's node
+        "elasticsearch.index_alias=jobs_pipeline",  # not the alias other tests search
+        "evaluation.models=[v1]",
+        "evaluation.learning_curve=false",
+        "evaluation.baselines=[BM25]",
+        "evaluation.retrievers=[bm25]",
+        "evaluation.ground_truth_candidates=40",
+        "evaluation.held_out_candidates=40",
+        "evaluation.retriever_candidates=40",
+        "histograms.lead_fields=[title]",
+        "promotion.min_accuracy=0",  # the tiny v1 must become the champion that recommends
+    ]
+    arguments = ["run", "--preset", "tiny", *(f"--set={s}" for s in settings)]
+    config = load_config("local", [*settings, "data.preset=tiny"], REPO / "conf")
+    path = state_file(config)
+
+    assert main(arguments) == 0
+    printed = capsys.readouterr().out
+    steps = ["generate", "ingest", "embeddings", "clean", "index", "build_pairs", "train_v1"]
+    steps += ["evaluate", "recommend"]
+    first = json.loads(path.read_text())["completed"]
+    assert [r["name"] for r in first] == steps
+    assert all(r["seconds"] > 0 and r["peak_rss_bytes"] > 0 for r in first)
+    assert "tiny: every step done" in printed
+    assert "P@10" in printed  # the evaluation's table
+    assert "peak GiB" in printed
+
+    assert main(arguments) == 0  # everything is recorded: nothing runs again
+    assert json.loads(path.read_text())["completed"] == first
+
+    assert main([*arguments, "--from", "recommend"]) == 0
+    again = json.loads(path.read_text())["completed"]
+    assert again[:-1] == first[:-1]
+    assert again[-1]["name"] == "recommend"
+    assert again[-1]["finished"] >= first[-1]["finished"]

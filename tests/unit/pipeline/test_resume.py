@@ -1,0 +1,96 @@
+"""`jobrec run` resumes: a failed step leaves the steps before it recorded, the rerun starts
+at the failed one, and a configuration that computes differently starts over."""
+
+import json
+
+import pytest
+
+from jobrec_core.config import load_config
+from jobrec_core.pipeline import (
+    PipelineError,
+    PipelineState,
+    Step,
+    fingerprint,
+    format_records,
+    load_state,
+    restart_from,
+    run_steps,
+)
+from jobrec_core.platform.resources import TreeMemory
+
+
+def steps_counting(calls: list[str], failing: set[str]) -> list[Step]:
+    def step(name: str) -> Step:
+        def run() -> str:
+            calls.append(name)
+            if name in failing:
+                raise RuntimeError(f"{name} broke")
+            return f"{name} output"
+
+        return Step(name, run)
+
+    return [step(name) for name in ("generate", "ingest", "index", "evaluate")]
+
+
+def test_a_rerun_starts_at_the_step_that_failed(tmp_path):
+    path = tmp_path / "state.json"
+    state = PipelineState("abc")
+    calls: list[str] = []
+    with pytest.raises(PipelineError, match=r"step index failed .*index broke"):
+        run_steps(steps_counting(calls, {"index"}), state, path, emit=lambda _: None)
+    assert calls == ["generate", "ingest", "index"]
+    saved = load_state(path, "abc")
+    assert [r.name for r in saved.completed] == ["generate", "ingest"]
+
+    calls.clear()
+    printed: list[str] = []
+    ran = run_steps(steps_counting(calls, set()), saved, path, emit=printed.append)
+    assert calls == ["index", "evaluate"]
+    assert [r.name for r in ran] == ["index", "evaluate"]
+    assert printed == ["\nindex output", "\nevaluate output"]
+    done = load_state(path, "abc")
+    assert [r.name for r in done.completed] == ["generate", "ingest", "index", "evaluate"]
+    assert all(r.seconds >= 0 and r.peak_rss_bytes > 0 for r in done.completed)
+    assert "total" in format_records(done.completed)
+
+
+def test_a_state_of_another_configuration_is_not_reused(tmp_path):
+    path = tmp_path / "state.json"
+    record = {"name": "generate", "seconds": 1.0, "peak_rss_bytes": 1, "finished": "2026-11-25"}
+    path.write_text(json.dumps({"fingerprint": "old", "completed": [record]}))
+    assert load_state(path, "old").done("generate")
+    assert load_state(path, "new").completed == []
+
+
+def test_without_a_state_every_step_runs_and_nothing_is_written(tmp_path):
+    calls: list[str] = []
+    run_steps(steps_counting(calls, set()), None, None, emit=lambda _: None)
+    assert calls == ["generate", "ingest", "index", "evaluate"]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_from_a_step_forgets_it_and_every_later_one():
+    state = PipelineState("abc")
+    calls: list[str] = []
+    run_steps(steps_counting(calls, set()), state, None, emit=lambda _: None)
+    steps = steps_counting([], set())
+    again = restart_from(state, steps, "index")
+    assert [r.name for r in again.completed] == ["generate", "ingest"]
+    with pytest.raises(ValueError, match="no step 'train'; the steps are: generate, ingest"):
+        restart_from(state, steps, "train")
+
+
+def test_how_it_runs_keeps_the_fingerprint_what_it_computes_changes_it(tmp_path):
+    base = load_config("local", [], None)
+    assert fingerprint(base) == fingerprint(
+        load_config("local", ["spark.shuffle_partitions=3", "training.launcher=torchrun"], None)
+    )
+    assert fingerprint(base) != fingerprint(load_config("local", ["run.seed=7"], None))
+    assert fingerprint(base) != fingerprint(load_config("local", ["pairs.train=10"], None))
+
+
+def test_tree_memory_sees_this_process():
+    with TreeMemory(interval_s=0.01) as memory:
+        block = bytearray(64 * 1024 * 1024)
+        memory.sample()
+    assert memory.peak_bytes > len(block)
