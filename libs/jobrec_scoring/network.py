@@ -23,6 +23,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -182,7 +183,7 @@ class Drmm(nn.Module):
         else:
             if self.spec.architecture == "tks":
                 terms = top_similarities(counts_of(terms, self.spec.histogram), self.spec)
-            scores = self.term_mlp(terms).squeeze(-1)
+            scores = self._term_mlp(terms).squeeze(-1)
             if packed:
                 term_scores = torch.zeros(mask.shape, dtype=hist.dtype, device=hist.device)
                 term_scores = term_scores.masked_scatter(mask, scores)
@@ -220,7 +221,25 @@ class Drmm(nn.Module):
             per_query = per_query.index_add(0, mask.nonzero()[:, 0], pooled)
         else:
             per_query = (pooled.view(*mask.shape, -1) * mask.unsqueeze(-1)).sum(dim=1)
-        return self.term_mlp(per_query).squeeze(-1)
+        return self._term_mlp(per_query).squeeze(-1)
+
+    def _term_mlp(self, rows: torch.Tensor) -> torch.Tensor:
+        """`term_mlp` over (N, width) rows. Scoring on a CPU (no gradients) runs it as numpy
+        products: a term MLP of 10 Linear + tanh layers over 100 jobs' 5,200 rows takes about
+        0.5 ms there against 2.2 ms through torch's small-matrix kernels, on one thread. Every
+        score the project reports or serves goes through this path (evaluation, the
+        pyfunc, dev selection); training steps and GPUs use torch. Both compute the same
+        function; their float32 sums differ in order, by about 1e-5."""
+        if torch.is_grad_enabled() or rows.device.type != "cpu":
+            return self.term_mlp(rows)
+        values = rows.detach().numpy()
+        for layer in self.term_mlp:
+            if isinstance(layer, nn.Linear):
+                values = values @ layer.weight.detach().numpy().T
+                values += layer.bias.detach().numpy()
+            else:
+                np.tanh(values, out=values)
+        return torch.from_numpy(values)
 
 
 def histogram_width(spec: DrmmSpec) -> int:

@@ -88,6 +88,18 @@ def test_packed_and_padded_term_encoding_score_and_learn_alike(architecture):
         torch.testing.assert_close(packed_grad, padded_grad)
 
 
+@pytest.mark.parametrize("architecture", ["drmm", "tks", "knrm"])
+def test_scoring_without_gradients_computes_what_training_computes(architecture):
+    """Scores (no gradients, CPU) run the term MLP as numpy products, training through torch:
+    the same function, float32 sums in another order."""
+    model = Drmm(spec(architecture=architecture, mlp_layers=10, mlp_width=10)).eval()
+    batch = inputs(8, [3, 40, 7, 1, 25, 12, 9, 30])
+    with torch.inference_mode():
+        scored = model.score(batch)
+    trained = model.score(batch).detach()
+    torch.testing.assert_close(scored, trained, rtol=1e-4, atol=1e-5)
+
+
 def test_a_query_without_terms_scores_zero_not_nan():
     model = Drmm(spec()).eval()
     batch = inputs(2, [3, 3])
