@@ -15,8 +15,10 @@ similarity to the candidate's own jobs (--own-jobs) and the interest graph's two
 each job with --neighbours graph neighbours. Vectors: a synthetic vocabulary of the demo's
 size (or --vectors, a gensim KeyedVectors file), words drawn with Zipf frequencies as in
 text; sizes default to the demo's (median query 52 words, mean job 127 words). Each job's
-words are an object array of `str`, as serving holds them (`toPandas` of `doc_tokens`). The
-network's weights do not change its cost, so it is freshly initialised from conf/.
+words are held as vocabulary ids, as `jobrec serve` holds them (`ranking.factory.
+with_word_ids`, looked up once at start-up); `--word-strings` passes the words themselves
+(object arrays of `str`, as a Spark pool gives them) to time the lookup too. The network's
+weights do not change its cost, so it is freshly initialised from conf/.
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def rerank(
     columns["query_job_share"] = [np.linspace(1.0, 0.2, len(query), dtype=np.float32)] * len(docs)
     columns["bm25"] = np.linspace(20, 5, len(docs), dtype=np.float32)
     if any(name in PROFILE_FEATURES for name in model.spec.extras):
-        texts = [np.asarray(d, dtype=object) for d in docs]
+        texts = [np.asarray(d) for d in docs]
         columns["profile_tfidf"], columns["profile_w2v"], own_weights = text_similarities(
             vocabulary, profile.own_texts, texts
         )
@@ -161,6 +163,9 @@ def main() -> None:
     parser.add_argument("--neighbours", type=int, default=30, help="graph links per job")
     parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--wmd-repeats", type=int, default=5)
+    parser.add_argument(
+        "--word-strings", action="store_true", help="jobs as words, looked up per request"
+    )
     args = parser.parse_args()
     torch.set_num_threads(1)
 
@@ -193,10 +198,10 @@ def main() -> None:
             for _ in range(count)
         ]
         frame = pd.DataFrame({"query_terms": [query] * count, "doc_tokens": docs})
-        own = [np.asarray(d, dtype=object) for d in docs[: args.own_jobs]]
-        profile = Profile.synthetic(rng, own, count, args.neighbours)
+        held = docs if args.word_strings else [vocabulary.ids(d) for d in docs]
+        profile = Profile.synthetic(rng, held[: args.own_jobs], count, args.neighbours)
         drmm_p50, drmm_p95 = percentiles(
-            partial(rerank, model, vocabulary, query, docs, config.histograms.bins, profile),
+            partial(rerank, model, vocabulary, query, held, config.histograms.bins, profile),
             args.repeats,
         )
         wmd_p50, wmd_p95 = percentiles(partial(wmd.score, frame), args.wmd_repeats)

@@ -171,7 +171,7 @@ def test_an_unknown_overlay_is_named_with_the_known_ones():
         load_config(["databricks", "prd"], conf_dir=CONF)
     message = str(error.value)
     assert "unknown configuration overlay 'prd'" in message and "prd.yaml" in message
-    assert "(overlays: databricks, dev, local, prod, staging)" in message
+    assert "(overlays: databricks, dev, local, prod, seed, staging)" in message
     with pytest.raises(ConfigError, match="an empty overlay name"):
         load_config("databricks,", conf_dir=CONF)
 

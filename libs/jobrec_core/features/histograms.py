@@ -23,6 +23,8 @@ Only the counts (CH) are stored, as small integers. The variants are derived on 
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -127,6 +129,11 @@ def _bigram_codes(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return (first.astype(np.int64) << 32) | (second.astype(np.int64) & 0xFFFFFFFF)
 
 
+# A job's words as vocabulary ids: a column of the job table an endpoint holds in memory, looked
+# up once when it starts instead of in every request (`Vocabulary.text_ids`).
+DOC_IDS = "doc_ids"
+
+
 class Vocabulary:
     """Words -> integer ids, with their unit vectors and IDF, for lookups without loops.
 
@@ -152,6 +159,17 @@ class Vocabulary:
         for position in np.flatnonzero(ids < 0):  # rare: stale IDF table
             ids[position] = -1 - zlib.crc32(str(array[position]).encode("utf-8"))
         return ids
+
+    def text_ids(self, texts: Sequence[Sequence[str] | np.ndarray]) -> np.ndarray:
+        """The ids of the texts' words, one text after another. Texts given as integer arrays
+        are ids already (`DOC_IDS`, looked up once when serving starts) and are joined as
+        they are: the lookup of a request's 12,700 words costs about 1 ms."""
+        if len(texts) and all(isinstance(t, np.ndarray) and t.dtype.kind in "iu" for t in texts):
+            return np.concatenate(texts).astype(np.int64, copy=False)
+        total = sum(len(t) for t in texts)
+        if len(texts) and all(isinstance(t, np.ndarray) for t in texts):
+            return self.ids(np.concatenate(texts, dtype=object))
+        return self.ids(np.fromiter(chain.from_iterable(texts), dtype=object, count=total))
 
     def distinct(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(the distinct ids, sorted; each id's position among them): `np.unique` with

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import HistogramsConfig
 from jobrec_core.features.histograms import (
+    DOC_IDS,
     Vocabulary,
     histogram_counts,
     shared_words,
@@ -131,7 +131,7 @@ def document_features(
     product for all of them. Each document's `hist` and `lead_hist` are rows of one array."""
     count = len(documents)
     lengths = np.fromiter(map(len, documents), dtype=np.int64, count=count)
-    everything = vocabulary.ids(_all_words(documents, int(lengths.sum())))
+    everything = vocabulary.text_ids(documents)
     distinct, word_of = vocabulary.distinct(everything)
     # With lead lengths, each document is counted as two, its lead terms then the rest, and
     # `hist` is their sum.
@@ -162,13 +162,9 @@ def document_features(
     }
 
 
-def _all_words(documents: Sequence[Sequence[str] | np.ndarray], total: int) -> np.ndarray:
-    """The documents' words one after another, in one object array: one `concatenate` when
-    they are arrays (as Arrow gives a pool's `doc_tokens`), else straight from the lists,
-    without a list per document."""
-    if len(documents) and all(isinstance(d, np.ndarray) for d in documents):
-        return np.concatenate(documents, dtype=object)
-    return np.fromiter(chain.from_iterable(documents), dtype=object, count=total)
+def document_column(frame: pd.DataFrame) -> str:
+    """The jobs' words as ids (`DOC_IDS`) where the rows have them, else `doc_tokens`."""
+    return DOC_IDS if DOC_IDS in frame.columns else "doc_tokens"
 
 
 def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.DataFrame:
@@ -185,7 +181,7 @@ def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.D
         features = document_features(
             vocabulary,
             query,
-            frame["doc_tokens"].iloc[rows].tolist(),
+            frame[document_column(frame)].iloc[rows].tolist(),
             bins,
             None if no_lead else frame[LEAD_LENGTH].iloc[rows].to_numpy(),
         )

@@ -35,7 +35,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from scipy import sparse
 
-from jobrec_core.features.histograms import Vocabulary
+from jobrec_core.features.histograms import DOC_IDS, Vocabulary
 from jobrec_core.features.matching import (
     PROFILE_COLUMNS,
     PROFILE_FEATURES,
@@ -182,7 +182,7 @@ def tfidf_units(
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     if not lengths.sum():
         return sparse.csr_matrix((len(texts), 0)), np.zeros(0, dtype=np.int64)
-    ids = vocabulary.ids(np.concatenate([np.asarray(t, dtype=object) for t in texts]))
+    ids = vocabulary.text_ids(texts)
     distinct, word_of = vocabulary.distinct(ids)
     counts = sparse.csr_matrix(
         (np.ones(len(ids)), (np.repeat(np.arange(len(texts)), lengths), word_of)),
@@ -266,12 +266,13 @@ def _arrays(values: pd.Series, dtype: type) -> list[np.ndarray]:
 
 def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, np.ndarray]:
     """One candidate's rows: its pool (`_profile_role` "pool") and its own jobs ("own"),
-    each with `job_id`, `doc_tokens` and the job's interest-graph row -> the three features
-    of each pool row, in the pool rows' order."""
+    each with `job_id`, `doc_tokens` (or their ids, `doc_ids`) and the job's interest-graph
+    row -> the three features of each pool row, in the pool rows' order."""
     own = group[group[PROFILE_ROLE] == "own"]
     pool = group[group[PROFILE_ROLE] == "pool"]
+    column, kind = (DOC_IDS, np.int64) if DOC_IDS in group.columns else ("doc_tokens", object)
     tfidf, w2v, own_weights = text_similarities(
-        vocabulary, _arrays(own["doc_tokens"], object), _arrays(pool["doc_tokens"], object)
+        vocabulary, _arrays(own[column], kind), _arrays(pool[column], kind)
     )
     sequence = pool["sequence_job_ids"].iat[0] if len(pool) else None
     co_interest = co_interest_scores(

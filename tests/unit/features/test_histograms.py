@@ -208,3 +208,21 @@ def test_documents_as_arrays_or_lists_have_the_same_features(vocabulary):
             for one, other in zip(values, got[name], strict=True):
                 np.testing.assert_array_equal(one, other)
     assert document_features(vocabulary, query, [], BINS)["hist"] == []
+
+
+def test_documents_as_word_ids_have_the_features_of_their_words(vocabulary):
+    """An endpoint holds each job's words as ids (`DOC_IDS`), looked up once: the features
+    must be those of the words, unknown words included."""
+    rng = np.random.default_rng(4)
+    query = query_features(vocabulary, [f"w{i:03d}" for i in rng.integers(0, 200, 12)])
+    texts = [[f"w{i:03d}" for i in rng.integers(0, 200, n)] for n in (3, 0, 25, 7)]
+    texts[2].append("never-seen")
+    ids = [vocabulary.ids(text) for text in texts]
+    assert ids[2][-1] < 0 and all(i.dtype == np.int64 for i in ids)
+    for leads in (None, [1, 0, 30, 2]):
+        expected = document_features(vocabulary, query, texts, BINS, leads)
+        got = document_features(vocabulary, query, ids, BINS, leads)
+        for name, values in expected.items():
+            for one, other in zip(values, got[name], strict=True):
+                np.testing.assert_array_equal(one, other)
+

@@ -88,6 +88,12 @@ def test_text_similarities_rank_the_job_that_shares_the_candidates_words_first()
     same, _, single = text_similarities(vocabulary, own[:1], [own[0]])
     assert np.isclose(same[0], 1.0) and single.tolist() == [1.0]
     assert w2v[0] > w2v[1]
+    # the same texts as word ids (what an endpoint holds) give the same features
+    as_ids = [[vocabulary.ids(t.astype(object)) for t in texts] for texts in (own, pool)]
+    for expected, got in zip(
+        (tfidf, w2v, weights), text_similarities(vocabulary, *as_ids), strict=True
+    ):
+        np.testing.assert_array_equal(expected, got)
 
 
 def test_an_own_job_unlike_the_others_weighs_less_in_the_profile():

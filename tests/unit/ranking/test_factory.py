@@ -48,3 +48,21 @@ def test_a_new_reranker_is_one_decorated_class_and_one_config_entry():
         del UNTRAINED["Overlap"]
     with pytest.raises(ValueError, match="unknown \\['Overlap'\\]"):
         baseline_scorers(config, inputs())
+
+
+def test_an_in_memory_job_table_holds_each_jobs_word_ids():
+    from jobrec_core.features.histograms import DOC_IDS, Vocabulary
+    from jobrec_core.ranking.factory import with_word_ids
+
+    words = np.array(["care", "driver", "nurse"])
+    vocabulary = Vocabulary(words, np.eye(3, dtype=np.float32), np.ones(3, dtype=np.float32))
+    tokens = pd.DataFrame(
+        {"job_id": [1, 2, 3], "doc_tokens": [np.array(["nurse", "care"]), np.array([]), ["x"]]}
+    )
+    held = with_word_ids(tokens, vocabulary)
+    assert [ids.tolist() for ids in held[DOC_IDS]] == [
+        vocabulary.ids(["nurse", "care"]).tolist(),
+        [],
+        vocabulary.ids(["x"]).tolist(),
+    ]
+    assert with_word_ids(tokens.iloc[:0], vocabulary)[DOC_IDS].tolist() == []
