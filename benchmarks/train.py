@@ -88,8 +88,8 @@ def export(args: argparse.Namespace) -> int:
 
 
 def recompress(source: Path, target: Path) -> None:
-    """The same rows and row groups (Petastorm shards by row group) in zstd: about a third
-    smaller than Spark's snappy, for the 64 MiB a GPU machine is sent."""
+    """The same rows, in as many row groups of equal size (Petastorm shards by row group),
+    in zstd: about a third smaller than Spark's snappy, for the 64 MiB a GPU machine is sent."""
     import pyarrow.parquet as pq
 
     stored = pq.ParquetFile(source)

@@ -305,38 +305,34 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
 
 def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
     """The pipeline on the configured preset, resuming after the last recorded step."""
-    from jobrec_core.pipeline import (
-        PipelineError,
-        fingerprint,
-        format_records,
-        load_state,
-        pipeline_steps,
-        restart_from,
-        run_steps,
-        save_state,
-        state_file,
-    )
+    from jobrec_core import pipeline
     from jobrec_core.platform.spark import get_spark
 
-    path = state_file(config)
-    state = load_state(path, fingerprint(config))
-    if args.fresh:
-        state.completed.clear()
+    path, names = pipeline.state_file(config), pipeline.step_names(config)
+    if args.start and args.start not in names:
+        print(f"jobrec run: no step {args.start!r}; the steps are: {', '.join(names)}",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    key = pipeline.fingerprint(config)
+    state = pipeline.PipelineState(key) if args.fresh else pipeline.load_state(path, key)
+    if args.start:
+        state = pipeline.restart_from(state, names, args.start)
+    pipeline.save_state(path, state)
     with _local_node(config, keep=args.keep_es):
         spark = get_spark(config)
-        steps = pipeline_steps(spark, config, args.candidates, "jobrec run")
-        if args.start:
-            state = restart_from(state, steps, args.start)
-        save_state(path, state)
+        steps = pipeline.pipeline_steps(spark, config, args.candidates, "jobrec run")
+        local = config.elasticsearch.local
+        node = LocalElasticsearch(local).status() if local.enabled else None
+        not_measured = frozenset({node.pid} if node is not None else ())  # a service's memory
         try:
-            run_steps(steps, state, path)
-        except PipelineError as error:
+            pipeline.run_steps(steps, state, path, not_measured=not_measured)
+        except pipeline.PipelineError as error:
             print(f"\njobrec run: {error}", file=sys.stderr)
             print(f"the state is in {path}; run the same command again to resume from that step",
                   file=sys.stderr)  # fmt: skip
             return 1
     print(f"\n{config.data.preset}: every step done (state: {path})")
-    print(format_records(state.completed))
+    print(pipeline.format_records(state.completed))
     return 0
 
 

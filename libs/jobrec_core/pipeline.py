@@ -25,6 +25,7 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -42,6 +43,7 @@ from jobrec_core.platform.tables import table_path
 
 log = logging.getLogger(__name__)
 
+STAGES_BEFORE_TRAINING = ("generate", "ingest", "embeddings", "clean", "index", "build_pairs")
 SHOWN_CANDIDATES = 3  # candidates whose jobs and recommendations are printed in full
 
 
@@ -85,17 +87,21 @@ class PipelineState:
         )
 
 
-# Settings that say how and where the pipeline runs, not what it computes: changing them (more
-# memory for Spark after a failure, another port, a longer timeout) keeps the completed steps.
+# Settings that say how the pipeline runs, not what it computes or where its outputs live:
+# changing them (more memory after a failure, a longer timeout, smaller bulk requests) keeps
+# the completed steps. Where outputs live (the MLflow registry, the node's folder, the index
+# alias) stays in the fingerprint: a step recorded against another registry or node must run.
 RUNTIME_SETTINGS = (
-    "spark",
-    "storage",
-    "mlflow",
-    "elasticsearch.nodes",
+    "storage",  # the state file lives under it: another root has its own state anyway
+    "spark.master",
+    "spark.app_name",
+    "spark.jars_dir",
     "elasticsearch.auth",
     "elasticsearch.verify_certs",
     "elasticsearch.request_timeout_s",
-    "elasticsearch.local",
+    "elasticsearch.local.heap",
+    "elasticsearch.local.port",
+    "elasticsearch.local.start_timeout_s",
     "indexing.write_partitions",
     "indexing.batch_entries",
     "indexing.batch_bytes",
@@ -107,11 +113,12 @@ RUNTIME_SETTINGS = (
     "training.launcher",
     "training.prefetch_batches",
 )
+RUNTIME_SPARK_CONF = ("spark.driver.memory", "spark.executor.memory", "spark.driver.maxResultSize")
 
 
 def fingerprint(config: JobrecConfig) -> str:
-    """A hash of every setting that changes what the steps compute (all but
-    `RUNTIME_SETTINGS`): under another fingerprint, nothing recorded can be reused."""
+    """A hash of every setting but `RUNTIME_SETTINGS` (and Spark's memory settings): under
+    another fingerprint, nothing recorded can be reused."""
     values = config.model_dump(mode="json")
     for setting in RUNTIME_SETTINGS:
         *parents, leaf = setting.split(".")
@@ -119,6 +126,8 @@ def fingerprint(config: JobrecConfig) -> str:
         for parent in parents:
             section = section[parent]
         del section[leaf]
+    for key in RUNTIME_SPARK_CONF:
+        values["spark"]["conf"].pop(key, None)
     resolved = json.dumps(values, sort_keys=True)
     return hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:16]
 
@@ -132,7 +141,11 @@ def load_state(path: Path, config_fingerprint: str) -> PipelineState:
     configuration (said in the log, so a rerun that starts over is never a surprise)."""
     if not path.is_file():
         return PipelineState(config_fingerprint)
-    state = PipelineState.from_json(path.read_text(encoding="utf-8"))
+    try:
+        state = PipelineState.from_json(path.read_text(encoding="utf-8"))
+    except (ValueError, KeyError, TypeError) as error:
+        log.warning("%s is unreadable (%s): every step runs", path, error)
+        return PipelineState(config_fingerprint)
     if state.fingerprint != config_fingerprint:
         log.warning(
             "%s was recorded under another configuration (%s, now %s): every step runs",
@@ -145,10 +158,19 @@ def load_state(path: Path, config_fingerprint: str) -> PipelineState:
 
 
 def save_state(path: Path, state: PipelineState) -> None:
+    """Written to a file of its own, flushed to disk, then renamed over the state: a kill or
+    a crash leaves the old state or the new one, never half of one."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial_file = path.with_suffix(".tmp")
-    partial_file.write_text(state.to_json(), encoding="utf-8")
-    os.replace(partial_file, path)
+    handle, partial_name = tempfile.mkstemp(dir=path.parent, prefix=".state-", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as partial_file:
+            partial_file.write(state.to_json())
+            partial_file.flush()
+            os.fsync(partial_file.fileno())
+        os.replace(partial_name, path)
+    except BaseException:
+        Path(partial_name).unlink(missing_ok=True)
+        raise
 
 
 def pipeline_steps(
@@ -211,17 +233,18 @@ def pipeline_steps(
         parts += [show_candidate(spark, config, c) for c in sample[:SHOWN_CANDIDATES]]
         return "\n\n".join(parts)
 
-    return [
-        Step("generate", generate),
-        Step("ingest", ingest),
-        Step("embeddings", embeddings),
-        Step("clean", lambda: run_cleaning(spark, config).format()),
-        Step("index", lambda: run_indexing(spark, config).format()),
-        Step("build_pairs", lambda: run_build_pairs(spark, config).format()),
-        *(Step(f"train_{v}", partial(train, v)) for v in config.evaluation.models),
-        Step("evaluate", evaluate),
-        Step("recommend", recommend),
-    ]
+    runs: dict[str, Callable[[], str]] = {
+        "generate": generate,
+        "ingest": ingest,
+        "embeddings": embeddings,
+        "clean": lambda: run_cleaning(spark, config).format(),
+        "index": lambda: run_indexing(spark, config).format(),
+        "build_pairs": lambda: run_build_pairs(spark, config).format(),
+        **{f"train_{v}": partial(train, v) for v in config.evaluation.models},
+        "evaluate": evaluate,
+        "recommend": recommend,
+    }
+    return [Step(name, runs[name]) for name in step_names(config)]
 
 
 class PipelineError(RuntimeError):
@@ -233,10 +256,13 @@ def run_steps(
     state: PipelineState | None,
     path: Path | None,
     emit: Callable[[str], None] = print,
+    not_measured: frozenset[int] = frozenset(),
 ) -> list[StepRecord]:
     """Run the steps that `state` has not recorded, in order, recording each in it as it ends
-    and saving it to `path` (`state` None: run all, record nothing). Returns the records of
-    the steps run now."""
+    and saving it to `path` (`state` None: run all, record nothing). Peak memory leaves out
+    the processes `not_measured` (the local Elasticsearch node this command started, so that
+    a step's figure does not depend on who started it). Returns the records of the steps run
+    now."""
     ran: list[StepRecord] = []
     for number, step in enumerate(steps, start=1):
         if state is not None and state.done(step.name):
@@ -246,7 +272,7 @@ def run_steps(
             continue
         log.info("step %d/%d %s: starting", number, len(steps), step.name)
         started = time.perf_counter()
-        with TreeMemory() as memory:
+        with TreeMemory(exclude=not_measured) as memory:
             try:
                 output = step.run()
             except Exception as error:
@@ -277,9 +303,14 @@ def run_steps(
     return ran
 
 
-def restart_from(state: PipelineState, steps: list[Step], name: str) -> PipelineState:
+def step_names(config: JobrecConfig) -> list[str]:
+    """The names of :func:`pipeline_steps`' steps, in order, without building them."""
+    trainings = [f"train_{version}" for version in config.evaluation.models]
+    return [*STAGES_BEFORE_TRAINING, *trainings, "evaluate", "recommend"]
+
+
+def restart_from(state: PipelineState, names: list[str], name: str) -> PipelineState:
     """The state without `name` and every step after it: they run again."""
-    names = [step.name for step in steps]
     if name not in names:
         raise ValueError(f"no step {name!r}; the steps are: {', '.join(names)}")
     later = set(names[names.index(name) :])

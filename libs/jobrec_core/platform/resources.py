@@ -20,10 +20,14 @@ GIB = 1024**3
 
 class TreeMemory:
     """`with TreeMemory() as memory: ...` then `memory.peak_bytes`; `pid` defaults to this
-    process. `peak_workers_bytes` is the part of the peak in Spark's Python workers."""
+    process. `peak_workers_bytes` is the largest sum seen over Spark's Python workers alone
+    (a maximum of its own, not necessarily at the moment of `peak_bytes`)."""
 
-    def __init__(self, pid: int | None = None, interval_s: float = 0.5) -> None:
+    def __init__(
+        self, pid: int | None = None, interval_s: float = 0.5, exclude: frozenset[int] = frozenset()
+    ) -> None:
         self.pid = pid if pid is not None else os.getpid()
+        self.exclude = exclude  # processes left out with their children (a service it started)
         self._root: psutil.Process | None = None
         self.interval_s = interval_s
         self.peak_bytes = 0
@@ -56,8 +60,10 @@ class TreeMemory:
             if self._root is None:
                 self._root = psutil.Process(self.pid)
             tree = [self._root, *self._root.children(recursive=True)]
+            left_out = {pid for p in tree if p.pid in self.exclude for pid in _subtree(p)}
         except psutil.Error:  # not started yet, or already gone
             return
+        tree = [p for p in tree if p.pid not in left_out]
         total = workers = 0
         for process in tree:
             try:
@@ -69,3 +75,7 @@ class TreeMemory:
                 continue
         self.peak_bytes = max(self.peak_bytes, total)
         self.peak_workers_bytes = max(self.peak_workers_bytes, workers)
+
+
+def _subtree(process: psutil.Process) -> set[int]:
+    return {process.pid, *(child.pid for child in process.children(recursive=True))}

@@ -258,10 +258,12 @@ class DocumentStream(_Stream):
 
 def prefetched(items: Iterable[T], depth: int) -> Generator[T, None, None]:
     """`items`, produced by a background thread up to `depth` ahead of the consumer: reading
-    and decoding the next batches (Petastorm, numpy, the copy to the GPU) overlap the training
-    step, which on a GPU is otherwise idle while they run. Order is unchanged, so a run is the
-    same with and without it. `depth` 0 produces in the calling thread. An error in the
-    producer is raised in the consumer; a consumer that stops early stops the producer."""
+    and decoding the next batches (Petastorm, numpy) overlap the training step, which on a GPU
+    is otherwise idle while they run. (The copy to the GPU, from ordinary memory on the
+    default stream, waits for the queued step: only the host's work overlaps.) Order is
+    unchanged, so a run is the same with and without it. `depth` 0 produces in the calling
+    thread. An error in the producer is raised in the consumer; a consumer that stops early
+    stops the producer."""
     if depth <= 0:
         yield from items
         return
@@ -278,8 +280,9 @@ def prefetched(items: Iterable[T], depth: int) -> Generator[T, None, None]:
         return False
 
     def produce() -> None:
-        source = iter(items)
+        source: Iterator[T] | None = None
         try:
+            source = iter(items)
             for item in source:
                 if not offer(("item", item)):
                     return
@@ -287,7 +290,7 @@ def prefetched(items: Iterable[T], depth: int) -> Generator[T, None, None]:
         except BaseException as error:  # handed to the consumer, which raises it
             offer(("error", error))
         finally:
-            close = getattr(source, "close", None)
+            close = getattr(source, "close", None)  # None too when `iter` itself failed
             if close is not None:
                 close()  # a generator's own cleanup (the Petastorm reader's stop) runs here
 

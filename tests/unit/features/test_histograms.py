@@ -225,4 +225,3 @@ def test_documents_as_word_ids_have_the_features_of_their_words(vocabulary):
         for name, values in expected.items():
             for one, other in zip(values, got[name], strict=True):
                 np.testing.assert_array_equal(one, other)
-

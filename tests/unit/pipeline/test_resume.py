@@ -13,8 +13,11 @@ from jobrec_core.pipeline import (
     fingerprint,
     format_records,
     load_state,
+    pipeline_steps,
     restart_from,
     run_steps,
+    save_state,
+    step_names,
 )
 from jobrec_core.platform.resources import TreeMemory
 
@@ -73,18 +76,44 @@ def test_from_a_step_forgets_it_and_every_later_one():
     state = PipelineState("abc")
     calls: list[str] = []
     run_steps(steps_counting(calls, set()), state, None, emit=lambda _: None)
-    steps = steps_counting([], set())
-    again = restart_from(state, steps, "index")
+    names = [step.name for step in steps_counting([], set())]
+    again = restart_from(state, names, "index")
     assert [r.name for r in again.completed] == ["generate", "ingest"]
     with pytest.raises(ValueError, match="no step 'train'; the steps are: generate, ingest"):
-        restart_from(state, steps, "train")
+        restart_from(state, names, "train")
+
+
+def test_the_step_names_are_those_of_the_steps_built():
+    config = load_config("local", ["evaluation.models=[v1, v5]"], None)
+    built = pipeline_steps(None, config, 3, "test")  # type: ignore[arg-type]
+    assert [step.name for step in built] == step_names(config)
+    assert step_names(config)[-4:] == ["train_v1", "train_v5", "evaluate", "recommend"]
+
+
+def test_an_unreadable_state_is_reported_and_every_step_runs(tmp_path, caplog):
+    path = tmp_path / "state.json"
+    path.write_text('{"fingerprint": "abc", "completed": [{"name": "gen')  # cut by a crash
+    assert load_state(path, "abc").completed == []
+    assert "unreadable" in caplog.text
+    save_state(path, PipelineState("abc"))
+    assert load_state(path, "abc").completed == []
+    assert [p.name for p in tmp_path.iterdir()] == ["state.json"]  # no temporary file left
 
 
 def test_how_it_runs_keeps_the_fingerprint_what_it_computes_changes_it(tmp_path):
     base = load_config("local", [], None)
     assert fingerprint(base) == fingerprint(
-        load_config("local", ["spark.shuffle_partitions=3", "training.launcher=torchrun"], None)
+        load_config(
+            "local",
+            ["elasticsearch.request_timeout_s=300", "training.launcher=torchrun"],
+            None,
+        )
     )
+    memory = base.spark.conf | {"spark.driver.memory": "12g"}
+    more_memory = base.model_copy(update={"spark": base.spark.model_copy(update={"conf": memory})})
+    assert fingerprint(base) == fingerprint(more_memory)
+    # where outputs live is part of it: a model registered elsewhere must be trained again
+    assert fingerprint(base) != fingerprint(load_config("local", ["mlflow.model_name=x"], None))
     assert fingerprint(base) != fingerprint(load_config("local", ["run.seed=7"], None))
     assert fingerprint(base) != fingerprint(load_config("local", ["pairs.train=10"], None))
 
@@ -94,3 +123,24 @@ def test_tree_memory_sees_this_process():
         block = bytearray(64 * 1024 * 1024)
         memory.sample()
     assert memory.peak_bytes > len(block)
+
+
+def test_tree_memory_leaves_out_the_processes_it_is_told_to():
+    import subprocess
+    import sys
+
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; b = bytearray(200 << 20); time.sleep(30)"]
+    )
+    try:
+        import time
+
+        time.sleep(1.5)
+        with TreeMemory() as counted:
+            counted.sample()
+        with TreeMemory(exclude=frozenset({child.pid})) as left_out:
+            left_out.sample()
+        assert counted.peak_bytes - left_out.peak_bytes > 150 << 20
+    finally:
+        child.kill()
+        child.wait()
