@@ -268,14 +268,10 @@ def _local_node(config: JobrecConfig, keep: bool = False) -> Iterator[None]:
 
 
 def _data_report(config: JobrecConfig, out: str | None) -> int:
-    from jobrec_core.data.report import format_profile, profile_dataset, save_plots
+    from jobrec_core.data.report import dataset_report
     from jobrec_core.platform.spark import get_spark
-    from jobrec_core.platform.tables import table_path
 
-    profile = profile_dataset(get_spark(config), config)
-    print(format_profile(profile, config.cleaning.min_jobs, config.cleaning.min_top_score))
-    folder = Path(out) if out else Path(table_path(config, "reports", "data"))
-    print(f"plots: {save_plots(profile, folder)}")
+    print(dataset_report(get_spark(config), config, Path(out) if out else None))
     return 0
 
 

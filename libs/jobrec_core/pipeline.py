@@ -179,7 +179,7 @@ def pipeline_steps(
     """Every step on the configured preset; `candidates` held-out candidates get
     recommendations, and `label` names the command in the published report."""
     from jobrec_core.cleaning.stage import run_cleaning
-    from jobrec_core.data.report import format_profile, profile_dataset, save_plots
+    from jobrec_core.data.report import dataset_report
     from jobrec_core.data.stage import generate_dataset, ingest_raw
     from jobrec_core.embeddings.stage import build_embeddings
     from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
@@ -197,13 +197,7 @@ def pipeline_steps(
 
     def ingest() -> str:
         lines = [report.format() for report in ingest_raw(spark, config)]
-        profile = profile_dataset(spark, config)
-        lines += [
-            "",
-            format_profile(profile, config.cleaning.min_jobs, config.cleaning.min_top_score),
-            f"plots: {save_plots(profile, Path(table_path(config, 'reports', 'data')))}",
-        ]
-        return "\n".join(lines)
+        return "\n".join([*lines, "", dataset_report(spark, config)])
 
     def embeddings() -> str:
         built = build_embeddings(spark, config)

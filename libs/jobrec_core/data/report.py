@@ -103,6 +103,15 @@ def profile_dataset(spark: SparkSession, config: JobrecConfig) -> DataProfile:
     )
 
 
+def dataset_report(spark: SparkSession, config: JobrecConfig, folder: Path | None = None) -> str:
+    """The data report as text, with its plots saved to `folder` (default: the dataset's
+    `reports/data`): what `jobrec data report` and the pipeline's ingest step print."""
+    profile = profile_dataset(spark, config)
+    folder = folder or Path(table_path(config, "reports", "data"))
+    text = format_profile(profile, config.cleaning.min_jobs, config.cleaning.min_top_score)
+    return f"{text}\nplots: {save_plots(profile, folder)}"
+
+
 def format_profile(profile: DataProfile, min_jobs: int, min_top_score: int) -> str:
     per_occ = profile.jobs_per_occupation
     lines = [

@@ -40,6 +40,7 @@ from jobrec_core.features.matching import (
     PROFILE_COLUMNS,
     PROFILE_FEATURES,
     WordsAndIdf,
+    document_column,
     idf_vocabulary,
 )
 from jobrec_core.platform.spark import map_groups_in_pandas
@@ -270,7 +271,8 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
     row -> the three features of each pool row, in the pool rows' order."""
     own = group[group[PROFILE_ROLE] == "own"]
     pool = group[group[PROFILE_ROLE] == "pool"]
-    column, kind = (DOC_IDS, np.int64) if DOC_IDS in group.columns else ("doc_tokens", object)
+    column = document_column(group)
+    kind = np.int64 if column == DOC_IDS else object
     tfidf, w2v, own_weights = text_similarities(
         vocabulary, _arrays(own[column], kind), _arrays(pool[column], kind)
     )
