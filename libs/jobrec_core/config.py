@@ -235,6 +235,9 @@ class RetrievalConfig(_Section):
     timeout_s: float = Field(gt=0)
     max_retries: int = Field(ge=0)
     backoff_s: float = Field(ge=0)
+    # Queries searched per commit of a stage's stored searches (`search.bm25.RetrievalCheckpoint`):
+    # what a stopped run loses at most; a rerun searches only the queries not stored.
+    checkpoint_queries: int = Field(default=5000, gt=0)
     # What fills the pool a re-ranker sees (`search.dense`): the paper's BM25 query, the kNN
     # of the candidate's profile vector, or both fused by reciprocal rank (constant `rrf_k`).
     retriever: Literal["bm25", "dense", "hybrid"] = "bm25"

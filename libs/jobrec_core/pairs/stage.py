@@ -82,6 +82,7 @@ from jobrec_core.search.bm25 import (
     BOTH_QUERIES,
     FULL_QUERY,
     RetrievalCheckpoint,
+    retrieval_fingerprint,
     retrieve,
     serving_index,
 )
@@ -192,7 +193,10 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     checkpoint = RetrievalCheckpoint(config, retrieval_path, QUARANTINE_SOURCE, tuple(BOTH_QUERIES))
     with _step(spark, f"retrieval from {index} (silver/retrieval)"):
         retrieved = checkpoint(
-            retrieve(searchable, connection, index, config.retrieval, partitions), queries
+            lambda rows: retrieve(rows, connection, index, config.retrieval, partitions),
+            searchable,
+            queries,
+            retrieval_fingerprint(index, config.retrieval, "both queries"),
         )
     failed = checkpoint.failed
 
@@ -413,16 +417,14 @@ def _more_training_lists(
     with _step(
         spark, f"retrieval of the further training lists from {index} (silver/retrieval_lists)"
     ):
+        connection, partitions = resolve_connection(config), spark.sparkContext.defaultParallelism
         retrieved = checkpoint(
-            retrieve(
-                queries.where(F.size("query_terms") > 0),
-                resolve_connection(config),
-                index,
-                config.retrieval,
-                spark.sparkContext.defaultParallelism,
-                FULL_QUERY,
+            lambda rows: retrieve(
+                rows, connection, index, config.retrieval, partitions, FULL_QUERY
             ),
+            queries.where(F.size("query_terms") > 0).select("candidate_id", "query_terms"),
             queries,
+            retrieval_fingerprint(index, config.retrieval, "full query"),
         )
     searched = queries.join(retrieved.where(F.col("error").isNull()), "candidate_id").withColumn(
         "split", F.lit("train")

@@ -47,8 +47,10 @@ def write_delta(
     path: str,
     replace_where: str | None = None,
     partition_by: list[str] | None = None,
+    note: str | None = None,
 ) -> None:
-    """Overwrite a Delta table, or only the rows matching `replace_where` (idempotent reruns)."""
+    """Overwrite a Delta table, or only the rows matching `replace_where` (idempotent reruns).
+    `note` goes into the commit's `userMetadata` (:func:`last_note`)."""
     writer = df.write.format("delta").mode("overwrite")
     if replace_where is not None:
         writer = writer.option("replaceWhere", replace_where)
@@ -56,7 +58,28 @@ def write_delta(
         writer = writer.option("overwriteSchema", "true")
     if partition_by:
         writer = writer.partitionBy(*partition_by)
+    if note is not None:
+        writer = writer.option("userMetadata", note)
     writer.save(path)
+
+
+def append_delta(df: DataFrame, path: str, note: str | None = None) -> None:
+    """Append to a Delta table in one commit (all of `df` or none of it), with `note` in the
+    commit's `userMetadata`."""
+    writer = df.write.format("delta").mode("append")
+    if note is not None:
+        writer = writer.option("userMetadata", note)
+    writer.save(path)
+
+
+def last_note(spark: SparkSession, path: str) -> str | None:
+    """The `userMetadata` of the table's latest commit; None without a table or a note."""
+    from delta.tables import DeltaTable
+
+    if not is_delta_table(spark, path):
+        return None
+    row = DeltaTable.forPath(spark, path).history(1).select("userMetadata").first()
+    return None if row is None else row["userMetadata"]
 
 
 def read_delta(spark: SparkSession, path: str) -> DataFrame:

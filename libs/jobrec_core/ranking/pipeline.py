@@ -52,7 +52,7 @@ from jobrec_core.features.profile import (
 )
 from jobrec_core.platform.spark import map_groups_in_pandas
 from jobrec_core.ranking.scorers import Bm25Mix, Scorer, score_column
-from jobrec_core.search.bm25 import FULL_QUERY, retrieve, search_all
+from jobrec_core.search.bm25 import FULL_QUERY, Search, retrieval_fingerprint, retrieve, search_all
 from jobrec_core.search.connection import EsConnection, make_client
 from jobrec_core.search.dense import HYBRID_HITS, PoolResult, Retriever, search_pools
 
@@ -129,13 +129,18 @@ class Pipeline(Step):
 # --- retrieval --------------------------------------------------------------------------------
 
 
-RetrievalSink = Callable[[DataFrame, DataFrame], DataFrame]
+# What a retriever hands its searches to: (the searches, the query rows to search, all the
+# queries, the retriever's fingerprint) -> the results to rank.
+RetrievalSink = Callable[[Search, DataFrame, DataFrame, str], DataFrame]
 
 
-def keep_in_memory(retrieved: DataFrame, queries: DataFrame) -> DataFrame:
-    """The default sink: the search results as they are (a stage passes one that writes them
-    to Delta and quarantines the failed searches, `search.bm25.RetrievalCheckpoint`)."""
-    return retrieved.cache()
+def keep_in_memory(
+    search: Search, searchable: DataFrame, queries: DataFrame, fingerprint: str
+) -> DataFrame:
+    """The default sink: every query searched, the results as they are (a stage passes one
+    that stores them in Delta, resumable, and quarantines the failed searches,
+    `search.bm25.RetrievalCheckpoint`)."""
+    return search(searchable).cache()
 
 
 @dataclass(frozen=True)
@@ -166,11 +171,18 @@ class Bm25Retriever(Step):
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         queries = frame.select(*QUERY_COLUMNS)
-        searchable = queries.where(F.size("query_terms") > 0)
-        raw = retrieve(
-            searchable, self.connection, self.index, self.settings, self.partitions, FULL_QUERY
+        connection, index, settings, partitions = (
+            self.connection,
+            self.index,
+            self.settings,
+            self.partitions,
         )
-        retrieved = self.sink(raw, queries)
+        retrieved = self.sink(
+            lambda rows: retrieve(rows, connection, index, settings, partitions, FULL_QUERY),
+            queries.where(F.size("query_terms") > 0),
+            queries,
+            retrieval_fingerprint(index, settings, "bm25"),
+        )
         # Hits come by score, then job id (`search.bm25.ranked_hits`): a kept hit's BM25 rank
         # is its position among all hits, own jobs included.
         return _pool_rows(retrieved, queries, lambda hit, position: (hit["score"], position))
@@ -211,12 +223,6 @@ class PoolRetriever(Step):
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         queries = frame.select(*QUERY_COLUMNS)
-        searchable = with_query_vectors(
-            queries.where(F.size("query_terms") > 0),
-            spark_table(self.tokens),
-            self.vectors_file,
-            self.words_and_idf,
-        ).select("candidate_id", "query_terms", "own_job_ids", QUERY_VECTOR)
         schema = f"candidate_id LONG, full_hits {HYBRID_HITS}, error STRING"
         # What the executors need, without `self` (its DataFrames live on the driver only).
         connection, index, settings, retriever = (
@@ -244,8 +250,27 @@ class PoolRetriever(Step):
             finally:
                 client.close()
 
-        raw = searchable.repartition(self.partitions).mapInPandas(run, schema)
-        retrieved = self.sink(raw, queries)
+        tokens, vectors_file, words_and_idf, partitions = (
+            spark_table(self.tokens),
+            self.vectors_file,
+            self.words_and_idf,
+            self.partitions,
+        )
+
+        def search(rows: DataFrame) -> DataFrame:
+            searchable = with_query_vectors(rows, tokens, vectors_file, words_and_idf)
+            return (
+                searchable.select("candidate_id", "query_terms", "own_job_ids", QUERY_VECTOR)
+                .repartition(partitions)
+                .mapInPandas(run, schema)
+            )
+
+        retrieved = self.sink(
+            search,
+            queries.where(F.size("query_terms") > 0),
+            queries,
+            retrieval_fingerprint(index, settings, retriever, vectors_file),
+        )
         return _pool_rows(
             retrieved, queries, lambda hit, _position: (hit["bm25"], hit["bm25_rank"])
         )

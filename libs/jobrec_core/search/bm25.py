@@ -7,6 +7,8 @@ them, which is how the paper ranks a job whose title, function and keywords all 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -15,12 +17,18 @@ from typing import Any
 
 import pandas as pd
 from elasticsearch import ApiError, Elasticsearch, TransportError
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig, RetrievalConfig
 from jobrec_core.platform.quarantine import QualityReport, enforce_budget, write_quarantine
-from jobrec_core.platform.tables import read_delta, table_path, write_delta
+from jobrec_core.platform.tables import (
+    append_delta,
+    last_note,
+    read_delta,
+    table_path,
+    write_delta,
+)
 from jobrec_core.search.connection import EsConnection, make_client
 
 log = logging.getLogger(__name__)
@@ -256,12 +264,39 @@ def quarantine_failed_searches(
     return count
 
 
+# A retriever's searches: query rows -> `candidate_id`, its hits column(s), `error`.
+Search = Callable[[DataFrame], DataFrame]
+
+# The settings that change what a search returns (not how fast, nor how often it retries).
+_RESULT_SETTINGS = {
+    "top_k",
+    "tie_margin",
+    "type",
+    "boosts",
+    "auto_generate_synonyms_phrase_query",
+    "retriever",
+    "rrf_k",
+}
+
+QUERY_HASH = "query_hash"
+
+
+def retrieval_fingerprint(index: str, settings: RetrievalConfig, *inputs: str) -> str:
+    """What stored search results were computed from: the index version, the settings that
+    change results, and whatever else the retriever reads (`inputs`: its kind, a vectors
+    file). Results stored under another fingerprint are searched again."""
+    described = [index, settings.model_dump(include=_RESULT_SETTINGS), *inputs]
+    return hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()[:16]
+
+
 @dataclass
 class RetrievalCheckpoint:
-    """A retriever's sink for stages: the search results are written to `path` (a Delta table,
-    so the searches run once however often the rest is recomputed), failed searches go to
-    quarantine, and the run stops when they exceed the error budget. The counts stay here
-    for the stage's report."""
+    """A retriever's sink for stages: the searches are written to `path` (a Delta table, so
+    they run once however often the rest is recomputed), `retrieval.checkpoint_queries`
+    queries per commit, so that a run stopped after hours of searching resumes where it
+    stopped: a query whose row (hashed) and retriever (`retrieval_fingerprint`) are those of
+    a stored result is not searched again. Failed searches go to quarantine, and the run
+    stops when they exceed the error budget. The counts stay here for the stage's report."""
 
     config: JobrecConfig
     path: str
@@ -269,10 +304,47 @@ class RetrievalCheckpoint:
     query_columns: tuple[str, ...] = tuple(FULL_QUERY)  # what a quarantined record shows
     searched: int = 0
     failed: int = 0
+    resumed: int = 0
 
-    def __call__(self, retrieved: DataFrame, queries: DataFrame) -> DataFrame:
-        write_delta(retrieved, self.path)
-        stored = read_delta(queries.sparkSession, self.path)
+    def __call__(
+        self, search: Search, searchable: DataFrame, queries: DataFrame, fingerprint: str
+    ) -> DataFrame:
+        spark = searchable.sparkSession
+        hashed = searchable.withColumn(QUERY_HASH, F.xxhash64(*searchable.columns)).cache()
+        total = hashed.count()
+        keys = ["candidate_id", QUERY_HASH]
+        fresh = last_note(spark, self.path) != fingerprint
+        done = 0 if fresh else self._stored(spark).join(hashed, keys, "left_semi").count()
+        self.resumed = done
+        if done:
+            log.info("%s: resuming, %d of %d queries searched before", self.path, done, total)
+        started = time.monotonic()
+        while fresh or done < total:
+            pending = hashed if fresh else hashed.join(self._stored(spark), keys, "left_anti")
+            chunk = pending.orderBy("candidate_id").limit(self.config.retrieval.checkpoint_queries)
+            chunk = chunk.cache()
+            size = chunk.count()
+            if size == 0 and not fresh:
+                break  # rows stored by another run with these keys: nothing left to search
+            results = search(chunk.drop(QUERY_HASH)).join(chunk.select(*keys), "candidate_id")
+            if fresh:
+                write_delta(results, self.path, note=fingerprint)
+            else:
+                append_delta(results, self.path, note=fingerprint)
+            chunk.unpersist()
+            fresh = False
+            done += size
+            rate = (done - self.resumed) / max(time.monotonic() - started, 1e-9)
+            log.info(
+                "%s: %d of %d queries searched (%.1f/s, %.0f s left)",
+                self.path,
+                done,
+                total,
+                rate,
+                (total - done) / rate if rate else 0.0,
+            )
+        stored = self._stored(spark).join(hashed.select(*keys), keys, "left_semi").drop(QUERY_HASH)
+        hashed.unpersist()
         self.searched = stored.count()
         self.failed = quarantine_failed_searches(
             self.config, queries, stored, self.source, self.query_columns
@@ -283,3 +355,6 @@ class RetrievalCheckpoint:
             self.config.quality.error_budget_fraction,
         )
         return stored
+
+    def _stored(self, spark: SparkSession) -> DataFrame:
+        return read_delta(spark, self.path)

@@ -15,7 +15,12 @@ from jobrec_core.platform.manifest import current
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.platform.tracking import stage_runs
-from jobrec_core.search.bm25 import quarantine_failed_searches, retrieve
+from jobrec_core.search.bm25 import (
+    FULL_QUERY,
+    RetrievalCheckpoint,
+    quarantine_failed_searches,
+    retrieve,
+)
 from jobrec_core.search.connection import make_client, resolve_connection
 from jobrec_core.text.wmd import unit_vectors
 from tests.helpers import reference_histogram
@@ -327,3 +332,63 @@ def test_split_sizes_shrink_in_proportion_and_all_takes_the_rest():
     assert small == {"train": 2700, "dev": 300, "test": 300, "map_dev": 300, "map_test": 300}
     everything = split_sizes(load_config("local", ["pairs.train=all"]).pairs, 100_000)
     assert everything["train"] == 100_000 - 12_000
+
+
+def test_stored_searches_resume_where_a_stopped_run_stopped(spark, tiny, tiny_indexed, tmp_path):
+    """`RetrievalCheckpoint` commits `retrieval.checkpoint_queries` searches at a time: a run
+    that fails after its first commit searches only the rest on the rerun; a changed query
+    and another index version are searched again."""
+    config = load_config(
+        "local",
+        [
+            f"storage.root={tiny[0].storage.root}",
+            f"elasticsearch.local.workdir={tiny[0].elasticsearch.local.workdir}",
+            "data.preset=tiny",
+            "retrieval.checkpoint_queries=2",
+        ],
+    )
+    connection = resolve_connection(config)
+    words = ["nurse", "driver", "cook", "teacher", "welder"]
+    queries = spark.createDataFrame(
+        [(i, [w]) for i, w in enumerate(words)], "candidate_id LONG, query_terms ARRAY<STRING>"
+    )
+    searched: list[list[int]] = []
+    fail_after = [1]  # chunks the search answers before it fails, as a stopped run would
+
+    def search(rows):
+        if len(searched) >= fail_after[0]:
+            raise RuntimeError("stopped")
+        searched.append(sorted(r.candidate_id for r in rows.select("candidate_id").collect()))
+        return retrieve(rows, connection, "jobs", config.retrieval, 2, FULL_QUERY)
+
+    path = str(tmp_path / "retrieval")
+    checkpoint = RetrievalCheckpoint(config, path, "test_resume")
+    with pytest.raises(RuntimeError, match="stopped"):
+        checkpoint(search, queries, queries, "index-a")
+    assert searched == [[0, 1]]
+
+    fail_after[0] = 10
+    stored = checkpoint(search, queries, queries, "index-a")
+    assert searched == [[0, 1], [2, 3], [4]]
+    assert checkpoint.resumed == 2 and checkpoint.searched == 5
+    expected = {
+        r.candidate_id: r.full_hits
+        for r in retrieve(queries, connection, "jobs", config.retrieval, 2, FULL_QUERY).collect()
+    }
+    assert {r.candidate_id: r.full_hits for r in stored.collect()} == expected
+
+    searched.clear()
+    checkpoint(search, queries, queries, "index-a")
+    assert searched == []  # everything stored: nothing searched
+
+    changed = queries.withColumn(
+        "query_terms",
+        F.when(F.col("candidate_id") == 3, F.array(F.lit("chef"))).otherwise(F.col("query_terms")),
+    )
+    stored = checkpoint(search, changed, changed, "index-a")
+    assert searched == [[3]]
+    assert stored.count() == 5  # the old answer to candidate 3's old query is not returned
+
+    searched.clear()
+    checkpoint(search, queries, queries, "index-b")
+    assert searched == [[0, 1], [2, 3], [4]]
