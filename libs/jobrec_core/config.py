@@ -238,6 +238,10 @@ class RetrievalConfig(_Section):
     # Queries searched per commit of a stage's stored searches (`search.bm25.RetrievalCheckpoint`):
     # what a stopped run loses at most; a rerun searches only the queries not stored.
     checkpoint_queries: int = Field(default=5000, gt=0)
+    # Two-pass BM25 (`search.bounded`): the commonest clauses leave the first pass while their
+    # largest contributions sum to at most this (0: one pass); the first pass keeps this many.
+    bound_budget: float = Field(default=0.0, ge=0)
+    bound_window: int = Field(default=300, gt=0)
     # What fills the pool a re-ranker sees (`search.dense`): the paper's BM25 query, the kNN
     # of the candidate's profile vector, or both fused by reciprocal rank (constant `rrf_k`).
     retriever: Literal["bm25", "dense", "hybrid"] = "bm25"

@@ -110,6 +110,14 @@ RUNTIME_SETTINGS = (
     "indexing.write_attempts",
     "indexing.attempt_backoff_s",
     "indexing.health_timeout_s",
+    "retrieval.msearch_batch",
+    "retrieval.max_concurrent_searches",
+    "retrieval.timeout_s",
+    "retrieval.max_retries",
+    "retrieval.backoff_s",
+    "retrieval.checkpoint_queries",
+    "retrieval.bound_budget",  # one pass or two: the same answers (search.bounded)
+    "retrieval.bound_window",
     "training.launcher",
     "training.prefetch_batches",
 )

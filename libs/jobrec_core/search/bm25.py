@@ -29,6 +29,15 @@ from jobrec_core.platform.tables import (
     table_path,
     write_delta,
 )
+from jobrec_core.search.bounded import (
+    contenders,
+    exact_top,
+    field_statistics,
+    first_pass_body,
+    first_pass_hits,
+    second_pass_body,
+    split_common,
+)
 from jobrec_core.search.connection import EsConnection, make_client
 
 log = logging.getLogger(__name__)
@@ -112,9 +121,12 @@ def search_all(
     failure is returned as a result with its error, never dropped.
     """
     request = body or (lambda text, size: search_body(text, settings, size))
+    two_passes = body is None and settings.bound_budget > 0 and settings.type == "most_fields"
     results: list[SearchResult | None] = [None] * len(texts)
     for start in range(0, len(texts), settings.msearch_batch):
         batch = list(range(start, min(start + settings.msearch_batch, len(texts))))
+        if two_passes:
+            batch = _two_pass_batch(client, index, texts, batch, settings, results)
         # Ties at the cut that run past the hits asked for: ask those queries again for
         # twice as many, until the tie ends inside the answer (rare: equal BM25 scores).
         asked = settings.top_k + settings.tie_margin
@@ -123,6 +135,90 @@ def search_all(
             batch = [position for position in batch if results[position] is _TIE_UNRESOLVED]
             asked *= 2
     return [r if r is not None else SearchResult(None, "not searched") for r in results]
+
+
+def _two_pass_batch(
+    client: Elasticsearch,
+    index: str,
+    texts: Sequence[str],
+    batch: list[int],
+    settings: RetrievalConfig,
+    results: list[SearchResult | None],
+) -> list[int]:
+    """The batch's BM25 searches in two passes (`search.bounded`): fills `results` for the
+    queries answered exactly, returns the others (undecided, or a pass failed) for the
+    one-pass search with its retries and errors."""
+    words = {position: texts[position].split() for position in batch}
+    try:
+        statistics = field_statistics(
+            client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
+        )
+        splits = {
+            position: split_common(ws, statistics, settings.boosts, settings.bound_budget)
+            for position, ws in words.items()
+        }
+        first = _msearch(
+            client,
+            index,
+            [
+                first_pass_body(
+                    rare,
+                    settings.boosts,
+                    settings.bound_window,
+                    settings.auto_generate_synonyms_phrase_query,
+                )
+                for rare, _ in splits.values()
+            ],
+            settings,
+        )
+    except (TransportError, ApiError) as error:
+        log.debug("two-pass search: first pass failed (%s); one pass instead", error)
+        return batch
+    firsts = {
+        position: first_pass_hits(item)
+        for position, item in zip(batch, first, strict=True)
+        if "error" not in item
+    }
+    jobs = {
+        position: contenders(hits, splits[position][1], settings.top_k)
+        for position, hits in firsts.items()
+    }
+    asked = [position for position in firsts if jobs[position]]
+    try:
+        second = _msearch(
+            client,
+            index,
+            [second_pass_body(multi_match_query(texts[p], settings), jobs[p]) for p in asked],
+            settings,
+        )
+    except (TransportError, ApiError) as error:
+        log.debug("two-pass search: second pass failed (%s); one pass instead", error)
+        return batch
+    for position, item in zip(asked, second, strict=True):
+        if "error" in item:
+            continue
+        full = [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
+        ranked = exact_top(
+            full, firsts[position], settings.bound_window, splits[position][1], settings.top_k
+        )
+        if ranked is not None:
+            results[position] = SearchResult(ranked)
+    return [position for position in batch if results[position] is None]
+
+
+def _msearch(
+    client: Elasticsearch, index: str, bodies: list[dict[str, Any]], settings: RetrievalConfig
+) -> list[dict[str, Any]]:
+    """One `_msearch` of `bodies` against `index`: its per-search answers, in order."""
+    if not bodies:
+        return []
+    searches: list[dict[str, Any]] = []
+    for request_body in bodies:
+        searches += [{"index": index}, request_body]
+    response = client.options(request_timeout=settings.timeout_s).msearch(
+        searches=searches, max_concurrent_searches=settings.max_concurrent_searches
+    )
+    return list(response["responses"])
 
 
 # A query whose tie at the cut needs more hits (`ranked_hits`): searched again.
@@ -145,13 +241,9 @@ def _search_batch(
         if attempt:
             time.sleep(backoff)
             backoff *= 2
-        searches: list[dict[str, Any]] = []
-        for position in pending:
-            searches += [{"index": index}, request(texts[position], asked)]
         try:
-            response = client.options(request_timeout=settings.timeout_s).msearch(
-                searches=searches,
-                max_concurrent_searches=settings.max_concurrent_searches,
+            responses = _msearch(
+                client, index, [request(texts[position], asked) for position in pending], settings
             )
         except (TransportError, ApiError) as error:
             status = getattr(error, "status_code", None) or getattr(error, "status", None)
@@ -160,7 +252,7 @@ def _search_batch(
                 break  # the request itself is invalid: retrying cannot help
             continue
         retry = []
-        for position, item in zip(pending, response["responses"], strict=True):
+        for position, item in zip(pending, responses, strict=True):
             if "error" not in item:
                 hits = [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
                 ranked = ranked_hits(hits, settings.top_k, asked)

@@ -20,6 +20,8 @@ from jobrec_core.search.bm25 import (
     RetrievalCheckpoint,
     quarantine_failed_searches,
     retrieve,
+    search_all,
+    serving_index,
 )
 from jobrec_core.search.connection import make_client, resolve_connection
 from jobrec_core.text.wmd import unit_vectors
@@ -392,3 +394,29 @@ def test_stored_searches_resume_where_a_stopped_run_stopped(spark, tiny, tiny_in
     searched.clear()
     checkpoint(search, queries, queries, "index-b")
     assert searched == [[0, 1], [2, 3], [4]]
+
+
+def test_two_pass_searches_answer_as_one_pass_searches_do(spark, built):
+    """`retrieval.bound_budget` > 0 (`search.bounded`): the same top-k lists, scores
+    included, on the tiny index's real queries; a small window makes some queries fall back
+    to one pass."""
+    config, _ = built
+    texts = [
+        " ".join(r.query_terms)
+        for r in read_delta(spark, table_path(config, "silver", "queries"))
+        .where(F.size("query_terms") > 0)
+        .orderBy("candidate_id")
+        .limit(150)
+        .collect()
+    ]
+    client = make_client(resolve_connection(config))
+    index = serving_index(client, config.elasticsearch.index_alias)
+    one_pass = search_all(
+        client, index, texts, config.retrieval.model_copy(update={"bound_budget": 0.0})
+    )
+    for budget, window in ((8.0, 300), (30.0, 110)):
+        settings = config.retrieval.model_copy(
+            update={"bound_budget": budget, "bound_window": window}
+        )
+        assert search_all(client, index, texts, settings) == one_pass
+    assert all(r.hits for r in one_pass)
