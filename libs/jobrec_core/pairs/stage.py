@@ -193,7 +193,9 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     checkpoint = RetrievalCheckpoint(config, retrieval_path, QUARANTINE_SOURCE, tuple(BOTH_QUERIES))
     with _step(spark, f"retrieval from {index} (silver/retrieval)"):
         retrieved = checkpoint(
-            lambda rows: retrieve(rows, connection, index, config.retrieval, partitions),
+            lambda rows: retrieve(
+                rows, connection, index, config.retrieval, partitions, found="positive_job_id"
+            ),
             searchable,
             queries,
             retrieval_fingerprint(index, config.retrieval, "both queries"),

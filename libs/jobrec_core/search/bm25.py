@@ -288,10 +288,17 @@ def retrieve(
     settings: RetrievalConfig,
     partitions: int,
     searches: dict[str, str] = BOTH_QUERIES,
+    found: str | None = None,
 ) -> DataFrame:
     """Each query column of `searches` (terms column -> hits column) of every candidate
     against `index`: one client per partition, so at most `partitions` x
-    `retrieval.max_concurrent_searches` searches run at once. `error` joins the failures."""
+    `retrieval.max_concurrent_searches` searches run at once. `error` joins the failures.
+
+    With `found` (a job id column), the searches after the first run only for the rows whose
+    first search returned that job; the others get null hits. build_pairs keeps a candidate
+    only when the full query finds their held-out job (9% of the seed's candidates): the
+    less informative query of the other 91% would be searched for nothing."""
+    columns = list(searches)
     schema = ", ".join(
         ["candidate_id LONG", *(f"{hits} {HITS}" for hits in searches.values()), "error STRING"]
     )
@@ -300,11 +307,21 @@ def retrieve(
         client = make_client(connection)
         try:
             for frame in frames:
-                texts = [" ".join(t) for column in searches for t in frame[column]]
-                results = search_all(client, index, texts, settings)
-                per_column = [
-                    results[i * len(frame) : (i + 1) * len(frame)] for i in range(len(searches))
-                ]
+                first = search_all(client, index, _texts(frame[columns[0]]), settings)
+                rows = list(range(len(frame)))
+                if found is not None:
+                    rows = [
+                        row
+                        for row, (result, job) in enumerate(zip(first, frame[found], strict=True))
+                        if any(hit == job for hit, _ in result.hits or [])
+                    ]
+                per_column = [first]
+                for column in columns[1:]:
+                    later = search_all(client, index, _texts(frame[column].iloc[rows]), settings)
+                    results = [SearchResult(None)] * len(frame)
+                    for row, result in zip(rows, later, strict=True):
+                        results[row] = result
+                    per_column.append(results)
                 output = {"candidate_id": frame["candidate_id"]}
                 for hits, column_results in zip(searches.values(), per_column, strict=True):
                     output[hits] = [_hits(r.hits) for r in column_results]
@@ -316,9 +333,12 @@ def retrieve(
         finally:
             client.close()
 
-    return (
-        queries.select("candidate_id", *searches).repartition(partitions).mapInPandas(run, schema)
-    )
+    wanted = ["candidate_id", *searches, *([found] if found else [])]
+    return queries.select(*wanted).repartition(partitions).mapInPandas(run, schema)
+
+
+def _texts(terms: pd.Series) -> list[str]:
+    return [" ".join(t) for t in terms]
 
 
 def _hits(hits: list[tuple[int, float]] | None) -> list[dict[str, Any]] | None:

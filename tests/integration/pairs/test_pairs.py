@@ -420,3 +420,17 @@ def test_two_pass_searches_answer_as_one_pass_searches_do(spark, built):
         )
         assert search_all(client, index, texts, settings) == one_pass
     assert all(r.hits for r in one_pass)
+
+
+def test_the_less_informative_query_is_searched_only_when_the_full_query_found_the_positive(
+    spark, built
+):
+    config, funnel = built
+    _, _, retrieval = tables(spark, config)
+    queries = read_delta(spark, table_path(config, "silver", "queries"))
+    rows = retrieval.join(queries.select("candidate_id", "positive_job_id"), "candidate_id")
+    found = F.exists("full_hits", lambda h: h["job_id"] == F.col("positive_job_id"))
+    assert rows.where(found & F.col("negative_hits").isNull()).count() == 0
+    missed = rows.where(~found)
+    assert missed.count() == funnel.outcomes.get("positive_not_retrieved", 0) > 0
+    assert missed.where(F.col("negative_hits").isNotNull()).count() == 0
