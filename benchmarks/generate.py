@@ -30,7 +30,8 @@ from jobrec_core.data.generate import (
     assign_job_occupations,
     generate_candidate_block,
 )
-from jobrec_core.data.reference import load_catalogue
+from jobrec_core.taxonomy.onet import load_catalogue
+from jobrec_core.taxonomy.titles import split_titles
 from jobrec_core.text.tokens import load_stopwords
 
 REPO = Path(__file__).resolve().parents[1]
@@ -109,7 +110,10 @@ def main() -> int:
     occupations = np.full(sizes.jobs, -1, dtype=np.int32)
     generated = sizes.jobs - sizes.real_ads
     occupations[:generated] = assign_job_occupations(generated, catalogue, 1.0, config.run.seed)
-    plan = GenerationPlan(catalogue, config.data, config.run.seed, load_stopwords(), occupations)
+    titles = split_titles(catalogue, [], config.titles.split_seed).generator
+    plan = GenerationPlan(
+        catalogue, config.data, config.run.seed, load_stopwords(), occupations, titles
+    )
     pools = CandidatePools.build(plan)
 
     started = time.perf_counter()

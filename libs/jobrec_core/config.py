@@ -281,7 +281,15 @@ class PairsConfig(_Section):
     pool_lists: int = Field(default=1, ge=1)
 
 
-ExtraFeature = Literal["unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest"]
+ExtraFeature = Literal[
+    "unigrams",
+    "bigrams",
+    "bm25",
+    "profile_tfidf",
+    "profile_w2v",
+    "co_interest",
+    "occupation_agreement",
+]
 
 
 class ModelVersionConfig(_Section):
@@ -376,6 +384,48 @@ class KnnConfig(_Section):
     dev_candidates: int = Field(ge=0)  # dev held-out queries λ and k are chosen on; 0: no kNN
 
 
+class TitlesConfig(_Section):
+    """Job-title normalisation (seed 001, issue 22; `docs/TITLES.md`)."""
+
+    # Which O*NET titles the generator writes and which the normaliser learns
+    # (`taxonomy.titles`): changing it changes the generated data too.
+    split_seed: int
+    model_name: str  # the registered normaliser; its champion alias normalises the jobs
+    max_chars: int = Field(gt=0)  # of a title the encoder reads
+    layers: int = Field(gt=0)  # bidirectional LSTM layers (seed 001: 4)
+    hidden: int = Field(gt=0)  # units per direction (seed 001: 64)
+    char_dim: int = Field(gt=0)
+    output_dim: int = Field(gt=0)  # the projection (seed 001: 128)
+    dropout: float = Field(ge=0, lt=1)  # between LSTM layers
+    steps: int = Field(gt=0)  # Adam steps; the learning rate decays linearly to a tenth
+    batch_occupations: int = Field(gt=1)  # P occupations per step
+    pairs_per_occupation: int = Field(gt=0)  # positive pairs of each per step
+    learning_rate: float = Field(gt=0)
+    margin: float = Field(ge=-1, lt=1)  # a negative pair costs only above this cosine
+    negative_weight: float = Field(gt=0)  # seed 001's 4:1 negative to positive pairs
+    # Shares of the positive pairs (`titles.training.PairSampler`); the rest: two titles of
+    # one occupation.
+    typo_rate: float = Field(ge=0, le=1)  # a title and its typos (seed 001: 10%)
+    typo_substitute: float = Field(ge=0, le=1)  # their characters substituted (seed 001: 20%)
+    typo_delete: float = Field(ge=0, le=1)  # and deleted (seed 001: 5%)
+    extra_words_rate: float = Field(ge=0, le=1)  # a title and itself with extra words
+    augmented_rate: float = Field(ge=0, le=1)  # a variant or real title and its taxonomy title
+    confusable_share: float = Field(ge=0, le=1)  # of a batch's occupations: hard negatives
+    test_typo_share: float = Field(gt=0, le=1)  # the Typos test's edits (seed 001: 5%)
+    composition_test_share: float = Field(ge=0, le=1)  # variants held out (seed 001: 7,909 of them)
+    synonym_support: int = Field(gt=0)  # shared words an induced synonym needs (`titles.sets`)
+    extra_words_test_share: float = Field(ge=0, le=1)  # held-out real titles with extra words
+    log_every: int = Field(gt=0)  # steps between progress lines
+
+    @model_validator(mode="after")
+    def _views(self) -> TitlesConfig:
+        if self.typo_rate + self.extra_words_rate + self.augmented_rate > 1:
+            raise ValueError(
+                "typo_rate + extra_words_rate + augmented_rate are shares of the pairs: at most 1"
+            )
+        return self
+
+
 class QualityConfig(_Section):
     error_budget_fraction: float = Field(ge=0, le=1)
 
@@ -403,6 +453,7 @@ class JobrecConfig(_Section):
     promotion: PromotionConfig
     evaluation: EvaluationConfig
     knn: KnnConfig
+    titles: TitlesConfig
     quality: QualityConfig
 
     env: str = "base"

@@ -1,7 +1,7 @@
 """Synthetic jobs and candidates made of real material, with a known ground truth.
 
 The original data (466,101 ads, 7,388,266 candidates) is proprietary; this module makes data
-of the same shape and any size from O*NET (see `reference.py`) and real job ads:
+of the same shape and any size from O*NET (`taxonomy.onet`) and real job ads:
 
 * every generated ad belongs to one occupation and is written from that occupation's real
   titles, task statements, job zone and technology skills, varied so that no two ads are
@@ -31,13 +31,12 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.config import DataConfig
-from jobrec_core.data.reference import Catalogue, Occupation, match_title
+from jobrec_core.taxonomy.onet import Catalogue, Occupation, match_title
+from jobrec_core.taxonomy.titles import GeneratorTitles
 from jobrec_core.text.tokens import clean_tokens, unique_in_order
 
 log = logging.getLogger(__name__)
 
-REAL_ADS_FILE = "ashby-postings-2025/postings.jsonl.gz"
-REAL_ADS_SCHEMA = "id STRING, title STRING, department STRING, descriptionPlain STRING"
 
 JOB_COLUMNS = (
     "job_id",
@@ -121,6 +120,8 @@ class GenerationPlan:
     stopwords: frozenset[str]
     job_occupation: np.ndarray
     """Occupation index per job (job_id - 1); -1 for a real ad that matched no occupation."""
+    titles: tuple[GeneratorTitles, ...]
+    """Per occupation, the titles its generated ads may have (`taxonomy.titles`)."""
 
     @property
     def codes(self) -> np.ndarray:
@@ -155,6 +156,7 @@ def generate_job_blocks(
                 synthesize_job(
                     job_id + 1,
                     plan.catalogue.occupations[plan.job_occupation[job_id]],
+                    plan.titles[plan.job_occupation[job_id]],
                     plan.catalogue,
                     rng,
                     plan.settings.long_ad_rate,
@@ -172,13 +174,15 @@ def _generated_count(plan: GenerationPlan) -> int:
 def synthesize_job(
     job_id: int,
     occupation: Occupation,
+    titles: GeneratorTitles,
     catalogue: Catalogue,
     rng: random.Random,
     long_ad_rate: float,
     stopwords: frozenset[str],
 ) -> tuple:
-    """One ad of `occupation`, in the paper's schema (plus the occupation code)."""
-    title = _title(occupation, rng)
+    """One ad of `occupation`, in the paper's schema (plus the occupation code); its title is
+    one of `titles`, the generator's side of the occupation's titles (`taxonomy.titles`)."""
+    title = _title(titles, rng)
     function = occupation.function
     if rng.random() < 0.2:
         function = function.split(",")[0].split(" and ")[0]
@@ -214,14 +218,15 @@ def synthesize_job(
     )
 
 
-def _title(occupation: Occupation, rng: random.Random) -> str:
+def _title(titles: GeneratorTitles, rng: random.Random) -> str:
+    """An alternate title (60%), a reported one (25%) or the O*NET title, each source falling
+    back to the next when the generator's side has none of it; sometimes with a seniority
+    word or a suffix."""
+    sources = [titles.alternate, titles.reported, (titles.official,) if titles.official else ()]
     draw = rng.random()
-    if draw < 0.6 and occupation.alternate_titles:
-        title = rng.choice(occupation.alternate_titles)
-    elif draw < 0.85 and occupation.reported_titles:
-        title = rng.choice(occupation.reported_titles)
-    else:
-        title = occupation.title
+    first = 0 if draw < 0.6 else 1 if draw < 0.85 else 2
+    choices = next(s for s in sources[first:] + sources[:first] if s)
+    title = rng.choice(choices)
     if rng.random() < 0.15:
         title = f"{rng.choice(_SENIORITY)} {title}"
     if rng.random() < 0.05:

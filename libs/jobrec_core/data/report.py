@@ -1,5 +1,6 @@
 """What a dataset looks like: counts and distributions of the bronze tables, with plots, and
-what the pipeline made of it (table sizes, quarantine reasons, cleaned candidates' examples).
+what the pipeline made of it (table sizes, quarantine reasons, cleaned candidates' examples,
+how the job titles normalise once `titles.stage` ran).
 
 `jobrec data report` prints the profile and saves the plots; `docs/DATA.md` shows them for the
 demo preset; notebooks/01_data_exploration.py shows all of it. All aggregation happens in
@@ -17,7 +18,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.features.occupations import TITLE_OCCUPATION, format_mapping, titles_mapping
 from jobrec_core.platform.tables import Layer, RawLocations, is_delta_table, read_delta, table_path
+from jobrec_core.taxonomy.onet import load_catalogue
 
 # Every table of the pipeline, in the order the stages write them.
 PIPELINE_TABLES: tuple[tuple[Layer, str], ...] = (
@@ -109,6 +112,13 @@ def dataset_report(spark: SparkSession, config: JobrecConfig, folder: Path | Non
     profile = profile_dataset(spark, config)
     folder = folder or Path(table_path(config, "reports", "data"))
     text = format_profile(profile, config.cleaning.min_jobs, config.cleaning.min_top_score)
+    silver = table_path(config, "silver", "jobs")
+    if is_delta_table(spark, silver):
+        jobs = read_delta(spark, silver)
+        if TITLE_OCCUPATION in jobs.columns:  # the titles are normalised (`titles.stage`)
+            names = {o.code: o.title for o in load_catalogue(config.data.reference_dir).occupations}
+            mapping = titles_mapping(jobs, config.data.sizes().generated_jobs)
+            text = f"{text}\n{format_mapping(mapping, names)}"
     return f"{text}\nplots: {save_plots(profile, folder)}"
 
 

@@ -12,19 +12,16 @@ from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
 
 import numpy as np
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.data.generate import (
     CANDIDATE_SCHEMA,
     JOB_SCHEMA,
-    REAL_ADS_FILE,
-    REAL_ADS_SCHEMA,
     GenerationPlan,
     assign_job_occupations,
     format_raw_candidates,
@@ -34,9 +31,11 @@ from jobrec_core.data.generate import (
     real_ads_to_jobs,
 )
 from jobrec_core.data.ingest import CANDIDATES_HEADER, validate_candidates, validate_jobs
-from jobrec_core.data.reference import load_catalogue, match_title
 from jobrec_core.platform.quarantine import QualityReport, enforce_budget, write_quarantine
 from jobrec_core.platform.tables import RawLocations, read_delta, table_path, write_delta
+from jobrec_core.taxonomy.onet import load_catalogue, match_title
+from jobrec_core.taxonomy.real_ads import read_real_ads
+from jobrec_core.taxonomy.titles import split_titles
 from jobrec_core.text.tokens import load_stopwords
 
 log = logging.getLogger(__name__)
@@ -60,7 +59,13 @@ def generate_dataset(spark: SparkSession, config: JobrecConfig) -> dict[str, int
         matched = match_title(title or "", title_index)
         if matched is not None:
             job_occupation[job_id - 1] = matched
-    plan = GenerationPlan(catalogue, settings, config.run.seed, stopwords, job_occupation)
+    every_real_title = [
+        r.title for r in read_real_ads(spark, settings.reference_dir).select("title").collect()
+    ]
+    titles = split_titles(catalogue, every_real_title, config.titles.split_seed)
+    plan = GenerationPlan(
+        catalogue, settings, config.run.seed, stopwords, job_occupation, titles.generator
+    )
     shared = spark.sparkContext.broadcast(plan)
     locations = RawLocations.of(config)
 
@@ -99,19 +104,6 @@ def generate_dataset(spark: SparkSession, config: JobrecConfig) -> dict[str, int
         "labelled_real_ads": int(np.count_nonzero(job_occupation[n_generated:] >= 0)),
         "candidates": sizes.candidates,
     }
-
-
-def read_real_ads(
-    spark: SparkSession, reference_dir: str, limit: int, first_job_id: int
-) -> DataFrame:
-    """The first `limit` real ads (by their id), numbered from `first_job_id`."""
-    path = f"{reference_dir.rstrip('/')}/{REAL_ADS_FILE}"
-    if "://" not in path and not Path(path).is_file():
-        raise FileNotFoundError(f"real job ads not found: {path} (set data.reference_dir)")
-    ads = spark.read.schema(REAL_ADS_SCHEMA).json(path).orderBy("id").limit(limit)
-    return ads.withColumn(
-        "job_id", (F.row_number().over(Window.orderBy("id")) + first_job_id - 1).cast("int")
-    )
 
 
 def read_candidate_lines(spark: SparkSession, path: str) -> DataFrame:

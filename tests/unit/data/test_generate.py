@@ -16,7 +16,8 @@ from jobrec_core.data.generate import (
     sample_sequence_lengths,
     synthesize_job,
 )
-from jobrec_core.data.reference import load_catalogue, match_title, normalise_title
+from jobrec_core.taxonomy.onet import load_catalogue, match_title, normalise_title
+from jobrec_core.taxonomy.titles import split_titles
 from jobrec_core.text.tokens import load_stopwords
 from tests.helpers import REPO
 
@@ -39,7 +40,10 @@ def plan(config, catalogue):
     occupations = np.full(sizes.jobs, -1, dtype=np.int32)
     generated = sizes.jobs - sizes.real_ads
     occupations[:generated] = assign_job_occupations(generated, catalogue, 1.0, config.run.seed)
-    return GenerationPlan(catalogue, config.data, config.run.seed, load_stopwords(), occupations)
+    titles = split_titles(catalogue, [], config.titles.split_seed).generator
+    return GenerationPlan(
+        catalogue, config.data, config.run.seed, load_stopwords(), occupations, titles
+    )
 
 
 def test_catalogue_is_o_net(catalogue):
@@ -80,11 +84,12 @@ def test_extract_requirements_finds_the_section():
     )
 
 
-def test_a_job_is_deterministic_and_made_of_its_occupation(catalogue):
+def test_a_job_is_deterministic_and_made_of_its_occupation(catalogue, plan):
     occupation = catalogue.occupations[catalogue.index_of("29-1141.00")]  # registered nurses
     stopwords = load_stopwords()
-    first = synthesize_job(7, occupation, catalogue, random.Random("s"), 0.0, stopwords)
-    again = synthesize_job(7, occupation, catalogue, random.Random("s"), 0.0, stopwords)
+    titles = plan.titles[catalogue.index_of("29-1141.00")]
+    first = synthesize_job(7, occupation, titles, catalogue, random.Random("s"), 0.0, stopwords)
+    again = synthesize_job(7, occupation, titles, catalogue, random.Random("s"), 0.0, stopwords)
     assert first == again
     job_id, title, function, requirements, description, keywords, code = first
     assert (job_id, code, function in (occupation.function, "Healthcare Practitioners")) == (
@@ -100,11 +105,13 @@ def test_a_job_is_deterministic_and_made_of_its_occupation(catalogue):
     assert all(k == k.lower() and k.isalpha() for k in keywords)
 
 
-def test_ads_of_one_occupation_are_not_copies(catalogue):
-    occupation = catalogue.occupations[catalogue.index_of("15-1252.00")]
+def test_ads_of_one_occupation_are_not_copies(catalogue, plan):
+    index = catalogue.index_of("15-1252.00")
+    occupation, titles = catalogue.occupations[index], plan.titles[index]
     rng = random.Random(1)
     ads = [
-        synthesize_job(i, occupation, catalogue, rng, 0.1, load_stopwords())[1:6] for i in range(50)
+        synthesize_job(i, occupation, titles, catalogue, rng, 0.1, load_stopwords())[1:6]
+        for i in range(50)
     ]
     assert len({ad[3] for ad in ads}) == 50  # descriptions
 

@@ -1,4 +1,5 @@
-"""The real material the synthetic jobs are made of: O*NET 27.0 occupations.
+"""The real material the synthetic jobs and the title normaliser are made of: O*NET 27.0
+occupations.
 
 :func:`load_catalogue` reads the O*NET tables in `../shared/data/onet-27.0/` (US Department of
 Labor, CC BY 4.0) into one small, picklable :class:`Catalogue`: per occupation its titles, task
@@ -131,7 +132,13 @@ class Catalogue:
 
 
 def match_title(title: str, index: dict[str, int]) -> int | None:
-    """The occupation of a free-text ad title, or None.
+    """The occupation of a free-text ad title, or None (see :func:`match_key`)."""
+    key = match_key(title, index)
+    return None if key is None else index[key]
+
+
+def match_key(title: str, index: dict[str, int]) -> str | None:
+    """The normalised O*NET title (a key of `index`) a free-text ad title names, or None.
 
     Tries the whole title, then the part before a separator ("Data Engineer - Remote",
     "Designer (Contract)"), then an inverted "Developer, Backend". The part before a comma
@@ -143,9 +150,9 @@ def match_title(title: str, index: dict[str, int]) -> int | None:
         first, rest = head.split(",", 1)
         candidates.append(f"{rest} {first}")
     for candidate in candidates:
-        found = index.get(normalise_title(candidate))
-        if found is not None:
-            return found
+        key = normalise_title(candidate)
+        if key in index:
+            return key
     return None
 
 
