@@ -41,6 +41,7 @@ import torch
 from jobrec_core.config import load_config
 from jobrec_core.features.histograms import Vocabulary
 from jobrec_core.features.matching import PROFILE_FEATURES, document_features, query_features
+from jobrec_core.features.occupations import occupation_agreement
 from jobrec_core.features.profile import co_interest_scores, text_similarities
 from jobrec_core.models.drmm import spec_from_config
 from jobrec_core.ranking.scorers import WmdScorer
@@ -131,6 +132,10 @@ def rerank(
             np.arange(len(texts)),
             profile.own_jobs,
             own_weights,
+        )
+        # the normalised title occupations, a handful per candidate and pool (v10)
+        columns["occupation_agreement"] = occupation_agreement(
+            np.arange(len(profile.own_texts)) % 3, own_weights, np.arange(len(texts)) % 7
         )
     # the rows in the registered model's input shape, built at once (not column by column)
     scores = score_frame(model, pd.DataFrame(columns))

@@ -14,7 +14,7 @@ import pytest
 
 from jobrec_core.config import JobrecConfig, load_config
 from jobrec_core.search.local_node import LocalElasticsearch, NodeState
-from tests.helpers import REPO, state_overrides
+from tests.helpers import QUICK_TITLES, REPO, state_overrides
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +54,7 @@ def tiny_overrides(state_root: Path, tmp_path_factory: pytest.TempPathFactory) -
         f"elasticsearch.local.workdir={state_root / 'es'}",
         "evaluation.baselines=[BM25, WMD, profile-tfidf, co-interest]",  # the demo leaves WMD out
         "histograms.lead_fields=[title]",  # the demo leaves per-field histograms out (v9)
+        *QUICK_TITLES,
     ]
 
 
@@ -77,7 +78,17 @@ def tiny_embeddings(spark, tiny):
 
 
 @pytest.fixture(scope="session")
-def tiny_cleaned(spark, tiny, tiny_embeddings):
+def tiny_titles(spark, tiny, tiny_embeddings):
+    """Stage 1c: a (quick) title normaliser trained and registered, and the tiny preset's
+    silver jobs normalised with it: (training, mapping)."""
+    from jobrec_core.titles.stage import normalise_job_titles, train_title_normaliser
+
+    trained = train_title_normaliser(spark, tiny[0])
+    return trained, normalise_job_titles(spark, tiny[0])
+
+
+@pytest.fixture(scope="session")
+def tiny_cleaned(spark, tiny, tiny_embeddings, tiny_titles):
     """Stage 1's cleaned candidates (silver) of the tiny preset: the funnel."""
     from jobrec_core.cleaning.stage import run_cleaning
 
@@ -85,7 +96,7 @@ def tiny_cleaned(spark, tiny, tiny_embeddings):
 
 
 @pytest.fixture(scope="session")
-def tiny_indexed(spark, tiny, tiny_embeddings, es_node):
+def tiny_indexed(spark, tiny, tiny_embeddings, tiny_titles, es_node):
     """Stage 2: the tiny preset's jobs behind the `jobs` alias of the session's node."""
     from jobrec_core.indexing.stage import run_indexing
 

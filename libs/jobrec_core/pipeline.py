@@ -1,9 +1,9 @@
 """The whole pipeline on one preset as one command that resumes (`jobrec run`).
 
-The steps, in order: generate, ingest, embeddings, clean, index, build_pairs, one training and
-promotion per model of `evaluation.models` (the paper's configurations, then ours), evaluate,
-recommend. Each is the stage function its job runs, so `jobrec run` does what the jobs do
-one after another (and the demo does the same steps).
+The steps, in order: generate, ingest, embeddings, titles, clean, index, build_pairs, one
+training and promotion per model of `evaluation.models` (the paper's configurations, then
+ours), evaluate, recommend. Each is the stage function its job runs, so `jobrec run` does
+what the jobs do one after another (and the demo does the same steps).
 
 **Resuming.** After each step, a state file records it: its wall time, the peak memory of
 the process tree (the driver, the JVM, Spark's Python workers, the training processes) and
@@ -43,7 +43,15 @@ from jobrec_core.platform.tables import table_path
 
 log = logging.getLogger(__name__)
 
-STAGES_BEFORE_TRAINING = ("generate", "ingest", "embeddings", "clean", "index", "build_pairs")
+STAGES_BEFORE_TRAINING = (
+    "generate",
+    "ingest",
+    "embeddings",
+    "titles",
+    "clean",
+    "index",
+    "build_pairs",
+)
 SHOWN_CANDIDATES = 3  # candidates whose jobs and recommendations are printed in full
 
 
@@ -120,6 +128,7 @@ RUNTIME_SETTINGS = (
     "retrieval.bound_window",
     "training.launcher",
     "training.prefetch_batches",
+    "titles.log_every",
 )
 RUNTIME_SPARK_CONF = ("spark.driver.memory", "spark.executor.memory", "spark.driver.maxResultSize")
 
@@ -191,10 +200,17 @@ def pipeline_steps(
     from jobrec_core.data.stage import generate_dataset, ingest_raw
     from jobrec_core.embeddings.stage import build_embeddings
     from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
+    from jobrec_core.features.occupations import format_mapping
     from jobrec_core.indexing.stage import run_indexing
     from jobrec_core.pairs.stage import run_build_pairs
     from jobrec_core.results import publish
     from jobrec_core.serving.stage import run_recommend, show_candidate
+    from jobrec_core.titles.stage import (
+        format_scores,
+        normalise_job_titles,
+        occupation_names,
+        train_title_normaliser,
+    )
     from jobrec_core.training.promotion import promote
     from jobrec_core.training.stage import gate_files, run_training, train_on_files
 
@@ -212,6 +228,15 @@ def pipeline_steps(
         return (
             f"embeddings {built.version.name}: {built.vocabulary:,} words, "
             f"{built.terms:,} IDF terms"
+        )
+
+    def titles() -> str:
+        trained = train_title_normaliser(spark, config)
+        return (
+            f"title normaliser v{trained.version} ({trained.taxonomy:,} taxonomy titles, "
+            f"{config.titles.steps:,} steps, {format_duration(trained.seconds)})\n"
+            f"{format_scores(trained.scores)}\n\n"
+            f"{format_mapping(normalise_job_titles(spark, config), occupation_names(config))}"
         )
 
     def train(version: str) -> str:
@@ -239,6 +264,7 @@ def pipeline_steps(
         "generate": generate,
         "ingest": ingest,
         "embeddings": embeddings,
+        "titles": titles,
         "clean": lambda: run_cleaning(spark, config).format(),
         "index": lambda: run_indexing(spark, config).format(),
         "build_pairs": lambda: run_build_pairs(spark, config).format(),

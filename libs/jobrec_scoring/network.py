@@ -29,7 +29,15 @@ from torch import nn
 
 from jobrec_scoring.vectors import QueryVectors
 
-EXTRA_FEATURES = ("unigrams", "bigrams", "bm25", "profile_tfidf", "profile_w2v", "co_interest")
+EXTRA_FEATURES = (
+    "unigrams",
+    "bigrams",
+    "bm25",
+    "profile_tfidf",
+    "profile_w2v",
+    "co_interest",
+    "occupation_agreement",
+)
 # Extra features entered as log(floor + x) rather than log1p(x): `co_interest` is a ratio
 # of walks to candidates spread over four orders of magnitude (most pools: 0.001 to 1), which
 # log1p would leave nearly linear, its few large values then deciding every pair. The floor

@@ -14,7 +14,7 @@ import pytest
 from jobrec_core.cli import main
 from jobrec_core.config import load_config
 from jobrec_core.pipeline import state_file
-from tests.helpers import REPO, state_overrides
+from tests.helpers import QUICK_TITLES, REPO, state_overrides
 
 
 @pytest.fixture
@@ -41,6 +41,7 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
         "evaluation.retriever_candidates=40",
         "histograms.lead_fields=[title]",
         "promotion.min_accuracy=0",  # the tiny v1 must become the champion that recommends
+        *QUICK_TITLES,
     ]
     arguments = ["run", "--preset", "tiny", *(f"--set={s}" for s in settings)]
     config = load_config("local", [*settings, "data.preset=tiny"], REPO / "conf")
@@ -48,7 +49,8 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
 
     assert main(arguments) == 0
     printed = capsys.readouterr().out
-    steps = ["generate", "ingest", "embeddings", "clean", "index", "build_pairs", "train_v1"]
+    steps = ["generate", "ingest", "embeddings", "titles", "clean", "index", "build_pairs"]
+    steps += ["train_v1"]
     steps += ["evaluate", "recommend"]
     first = json.loads(path.read_text())["completed"]
     assert [r["name"] for r in first] == steps

@@ -241,7 +241,7 @@ def check_entry_points(
 def check_ml_artifacts(
     bundle: Bundle, entry_points: Mapping[str, str], conf_dir: Path
 ) -> list[str]:
-    """Every wheel task's configuration names the experiment and the registered model that the
+    """Every wheel task's configuration names the experiment and the registered models that the
     bundle declares (so with the permissions and grants declared there): two files hold those
     names, the bundle for the deploy and conf/<target>.yaml for the jobs and notebooks."""
     experiments = {spec.get("name") for spec in bundle.resources("experiments").values()}
@@ -259,11 +259,15 @@ def check_ml_artifacts(
                 f"{where}: mlflow.experiment {outcome.mlflow.experiment!r} is not an experiment "
                 f"of the bundle ({', '.join(sorted(map(str, experiments))) or 'none'})"
             )
-        if outcome.mlflow.model_name not in models:
-            problems.append(
-                f"{where}: mlflow.model_name {outcome.mlflow.model_name!r} is not a registered "
-                f"model of the bundle ({', '.join(sorted(models)) or 'none'})"
-            )
+        for setting, name in (
+            ("mlflow.model_name", outcome.mlflow.model_name),
+            ("titles.model_name", outcome.titles.model_name),
+        ):
+            if name not in models:
+                problems.append(
+                    f"{where}: {setting} {name!r} is not a registered model of the bundle "
+                    f"({', '.join(sorted(models)) or 'none'})"
+                )
     return problems
 
 

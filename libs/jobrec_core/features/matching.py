@@ -27,6 +27,7 @@ from jobrec_core.features.histograms import (
     histogram_counts,
     shared_words,
 )
+from jobrec_core.features.occupations import TITLE_OCCUPATION
 from jobrec_core.platform.spark import map_groups_in_pandas, schema_columns
 from jobrec_core.text.tokens import tokens_column
 from jobrec_core.text.vectors import keyed_vectors, words_and_idf_of, worker_cached
@@ -38,7 +39,7 @@ FEATURE_COLUMNS = (
 )
 DOCUMENT_FEATURES = ("doc_len", "hist", "lead_hist", "unigrams", "bigrams")
 # The candidate-profile features (`features.profile`), stored with the others.
-PROFILE_FEATURES = ("profile_tfidf", "profile_w2v", "co_interest")
+PROFILE_FEATURES = ("profile_tfidf", "profile_w2v", "co_interest", "occupation_agreement")
 PROFILE_COLUMNS = ", ".join(f"{name} FLOAT" for name in PROFILE_FEATURES)
 
 TRIPLE_SCHEMA = (
@@ -62,8 +63,9 @@ MAP_SCHEMA = (
 
 
 def document_tokens(jobs: DataFrame, histograms: HistogramsConfig) -> DataFrame:
-    """`job_id, doc_tokens, lead_len`: the histogram's document text, `doc_fields` in order,
-    capped at `doc_max_terms`; and how many of its first tokens come from `lead_fields`."""
+    """`job_id, doc_tokens, lead_len, title_occupation`: the histogram's document text,
+    `doc_fields` in order, capped at `doc_max_terms`; how many of its first tokens come from
+    `lead_fields`; the title's normalised occupation (null before `titles.stage` ran)."""
 
     def joined(fields: list[str]) -> Column:
         return F.concat(*[F.col(tokens_column(f)) for f in fields])
@@ -79,6 +81,9 @@ def document_tokens(jobs: DataFrame, histograms: HistogramsConfig) -> DataFrame:
         )
         .cast("int")
         .alias(LEAD_LENGTH),
+        (F.col(TITLE_OCCUPATION) if TITLE_OCCUPATION in jobs.columns else F.lit(None))
+        .cast("string")
+        .alias(TITLE_OCCUPATION),
     )
 
 

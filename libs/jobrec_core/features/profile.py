@@ -43,6 +43,7 @@ from jobrec_core.features.matching import (
     document_column,
     idf_vocabulary,
 )
+from jobrec_core.features.occupations import TITLE_OCCUPATION, occupation_agreement
 from jobrec_core.platform.spark import map_groups_in_pandas
 
 CO_INTEREST_SCHEMA = "job_id INT, neighbours ARRAY<INT>, counts ARRAY<INT>, interested INT"
@@ -288,7 +289,21 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
         np.asarray(sequence if sequence is not None else [], dtype=np.int64),
         own_weights,
     )
-    return {"profile_tfidf": tfidf, "profile_w2v": w2v, "co_interest": co_interest}
+    return {
+        "profile_tfidf": tfidf,
+        "profile_w2v": w2v,
+        "co_interest": co_interest,
+        "occupation_agreement": occupation_agreement(
+            _occupations(own), own_weights, _occupations(pool)
+        ),
+    }
+
+
+def _occupations(rows: pd.DataFrame) -> np.ndarray:
+    """The rows' normalised title occupations; none where the titles are not normalised."""
+    if TITLE_OCCUPATION not in rows.columns:
+        return np.full(len(rows), None, dtype=object)
+    return rows[TITLE_OCCUPATION].to_numpy(dtype=object)
 
 
 def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import IndexingConfig, JobrecConfig
 from jobrec_core.features.matching import WordsAndIdf, document_tokens
+from jobrec_core.features.occupations import TITLE_CONFIDENCE, TITLE_OCCUPATION
 from jobrec_core.features.profile import DOCUMENT_VECTOR, with_document_vectors
 from jobrec_core.search.dense import VECTOR_FIELD, vector_mapping
 from jobrec_core.text.tokens import tokens_column
@@ -40,10 +41,13 @@ class DeadLetter:
 
 
 def job_documents(tokenized_jobs: DataFrame, fields: list[str]) -> DataFrame:
-    """`job_id` and one text per field: the field's cleaned tokens joined by single spaces."""
+    """`job_id`, one text per field (the field's cleaned tokens joined by single spaces) and,
+    once the titles are normalised (`titles.stage`), the title's occupation and confidence."""
+    normalised = [c for c in (TITLE_OCCUPATION, TITLE_CONFIDENCE) if c in tokenized_jobs.columns]
     return tokenized_jobs.select(
         F.col("job_id").cast("int").alias("job_id"),
         *[F.concat_ws(" ", tokens_column(f)).alias(f) for f in fields],
+        *normalised,
     )
 
 
@@ -91,6 +95,8 @@ def index_definition(config: JobrecConfig, meta: dict[str, Any]) -> dict[str, An
             "_meta": {"jobrec": meta},
             "properties": {
                 "job_id": {"type": "integer"},
+                TITLE_OCCUPATION: {"type": "keyword"},
+                TITLE_CONFIDENCE: {"type": "float"},
                 **{name: dict(text) for name in config.indexing.fields},
                 **(
                     {VECTOR_FIELD: vector_mapping(config.embeddings.vector_size)}

@@ -56,29 +56,34 @@ def log_drmm(
         warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
         signature = infer_signature(example, score_frame(model, example))
     info = mlflow.pyfunc.log_model(
-        **_model_location(),
+        **model_location(MODEL_ARTIFACT),
         python_model=str(SCORING_PACKAGE / "served.py"),
         artifacts={MODEL_ARTIFACT: str(model_file)},
         code_paths=[str(SCORING_PACKAGE)],
         signature=signature,
         input_example=example,
         registered_model_name=registered_name,
-        pip_requirements=[
-            f"torch=={torch.__version__.split('+')[0]}",
-            f"numpy=={np.__version__}",
-            f"pandas=={pd.__version__}",
-            f"mlflow=={mlflow.__version__}",
-        ],
+        pip_requirements=scoring_requirements(),
     )
     version = getattr(info, "registered_model_version", None)
     return str(version) if version is not None else None
 
 
-def _model_location() -> dict[str, str]:
+def scoring_requirements() -> list[str]:
+    """What a registered model needs installed: what `jobrec_scoring` imports, pinned."""
+    return [
+        f"torch=={torch.__version__.split('+')[0]}",
+        f"numpy=={np.__version__}",
+        f"pandas=={pd.__version__}",
+        f"mlflow=={mlflow.__version__}",
+    ]
+
+
+def model_location(name: str) -> dict[str, str]:
     """Where the model goes in its run: MLflow 3 names a logged model, MLflow 2 (the 2.21 of
     Databricks Runtime 16.4 LTS ML) only knows an artifact path."""
     key = "name" if int(mlflow.__version__.split(".")[0]) >= 3 else "artifact_path"
-    return {key: MODEL_ARTIFACT}
+    return {key: name}
 
 
 def model_of(uri: str) -> Drmm:

@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig, load_config
+from jobrec_core.features.occupations import TITLE_CONFIDENCE, TITLE_OCCUPATION
 from jobrec_core.indexing.stage import build_index, run_indexing
 from jobrec_core.platform import manifest
 from jobrec_core.platform.quarantine import DataQualityError
@@ -109,6 +110,19 @@ def indexed(tiny, tiny_indexed):
     return tiny[0], tiny_indexed
 
 
+def test_every_job_carries_its_normalised_title_occupation(spark, indexed, client):
+    config, result = indexed
+    silver = read_delta(spark, table_path(config, "silver", "jobs"))
+    expected = {
+        r.job_id: r[TITLE_OCCUPATION] for r in silver.select("job_id", TITLE_OCCUPATION).collect()
+    }
+    hits = client.search(index=result.index, size=10_000, source=[TITLE_OCCUPATION])["hits"]["hits"]
+    assert {int(h["_id"]): h["_source"].get(TITLE_OCCUPATION) for h in hits} == expected
+    code = next(c for c in expected.values() if c)
+    found = client.search(index=result.index, query={"term": {TITLE_OCCUPATION: code}}, size=10_000)
+    assert found["hits"]["total"]["value"] == sum(c == code for c in expected.values())
+
+
 def test_every_job_is_indexed_once_under_the_alias(spark, indexed, client):
     config, result = indexed
     silver = read_delta(spark, table_path(config, "silver", "jobs"))
@@ -128,7 +142,14 @@ def test_mapping_settings_and_metadata(indexed, client):
     body = client.indices.get(index=result.index)[result.index]
     mappings, settings = body["mappings"], body["settings"]["index"]
     assert mappings["dynamic"] == "strict"
-    assert set(mappings["properties"]) == {"job_id", *FIELDS, VECTOR_FIELD}
+    assert set(mappings["properties"]) == {
+        "job_id",
+        *FIELDS,
+        VECTOR_FIELD,
+        TITLE_OCCUPATION,
+        TITLE_CONFIDENCE,
+    }
+    assert mappings["properties"][TITLE_OCCUPATION] == {"type": "keyword"}
     vector = mappings["properties"][VECTOR_FIELD]
     assert vector["dims"] == config.embeddings.vector_size and vector["similarity"] == "cosine"
     assert vector["index_options"]["type"] == "flat"  # exact kNN: the same on every build

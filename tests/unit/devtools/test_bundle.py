@@ -42,6 +42,8 @@ TARGET_VALUES = {
 PIPELINE = [
     "ingest",
     "train_embeddings",
+    "train_titles",
+    "normalise_titles",
     "clean_candidates",
     "index_jobs",
     "build_pairs",
@@ -103,7 +105,7 @@ def test_every_target_resolves_and_passes_every_check(target, entry_points):
 def test_every_task_runs_a_script_of_the_wheel_with_the_jobs_own_arguments(wheel, entry_points):
     files = set(wheel.namelist())
     tasks = list(bundle().wheel_tasks())
-    assert len(tasks) == 11
+    assert len(tasks) == 13
     for task in tasks:
         assert task.package == "jobrec"
         module, function = entry_points[task.entry_point].split(":")
@@ -120,10 +122,15 @@ def test_the_pipeline_runs_the_stages_in_order_and_then_the_recommendations():
     pipeline = resolved.jobs["jobrec_pipeline"]
     order = task_order(pipeline)
     assert order is not None and sorted(order) == sorted(PIPELINE)
-    assert [key for key in order if key not in ("clean_candidates", "index_jobs")] == [
-        key for key in PIPELINE if key not in ("clean_candidates", "index_jobs")
+    parallel = ("train_titles", "clean_candidates", "index_jobs")  # no order between them
+    assert [key for key in order if key not in parallel] == [
+        key for key in PIPELINE if key not in parallel
     ]
     tasks = {task["task_key"]: task for task in pipeline["tasks"]}
+    assert {d["task_key"] for d in tasks["normalise_titles"]["depends_on"]} == {
+        "train_embeddings",
+        "train_titles",
+    }
     assert {d["task_key"] for d in tasks["build_pairs"]["depends_on"]} == {
         "clean_candidates",
         "index_jobs",
@@ -211,24 +218,29 @@ def test_each_developer_gets_a_storage_folder_and_the_experiment_and_model_dev_m
         f"mlflow.experiment=/Users/${{workspace.current_user.userName}}/[dev {you}] jobrec",
         "--set",
         f"mlflow.model_name=jobrec_dev.ml.dev_{you}_jobrec_drmm",
+        "--set",
+        f"titles.model_name=jobrec_dev.ml.dev_{you}_jobrec_title_normaliser",
     ]
 
 
 @pytest.mark.parametrize("target", list(TARGET_VALUES))
-def test_the_experiment_and_the_registered_model_are_declared_with_grants(target):
+def test_the_experiment_and_the_registered_models_are_declared_with_grants(target):
     resolved = bundle(target)
     [experiment] = resolved.resources("experiments").values()
     assert {"level": "CAN_READ", "group_name": "users"} in experiment["permissions"]
-    [model] = resolved.resources("registered_models").values()
-    assert model["catalog_name"] == f"jobrec_{target}" and model["schema_name"] == "ml"
-    assert {"principal": "account users", "privileges": ["EXECUTE"]} in model["grants"]
-    assert {
-        "principal": "${workspace.current_user.userName}",
-        "privileges": ["ALL_PRIVILEGES"],
-    } in model["grants"]
-    if target != "dev":  # production mode keeps the names; development mode prefixes them
+    models = resolved.resources("registered_models")
+    assert set(models) == {"jobrec_drmm", "jobrec_title_normaliser"}
+    for key, model in models.items():
+        assert model["catalog_name"] == f"jobrec_{target}" and model["schema_name"] == "ml"
+        assert {"principal": "account users", "privileges": ["EXECUTE"]} in model["grants"]
+        assert {
+            "principal": "${workspace.current_user.userName}",
+            "privileges": ["ALL_PRIVILEGES"],
+        } in model["grants"]
+        if target != "dev":  # production mode keeps the names; development mode prefixes them
+            assert model["name"] == key
+    if target != "dev":
         assert experiment["name"] == f"/Shared/jobrec-{target}"
-        assert model["name"] == "jobrec_drmm"
 
 
 def test_the_jobs_must_use_the_declared_experiment_and_model(entry_points, tmp_path):
@@ -239,6 +251,7 @@ def test_the_jobs_must_use_the_declared_experiment_and_model(entry_points, tmp_p
     problems = " ".join(check_ml_artifacts(bundle("prod"), entry_points, tmp_path))
     assert "mlflow.model_name 'jobrec_prd.ml.jobrec_drmm' is not a registered model" in problems
     assert "jobrec_prod.ml.jobrec_drmm" in problems
+    assert "titles.model_name 'jobrec_prd.ml.jobrec_title_normaliser' is not a" in problems
 
 
 def test_a_remote_storage_root_is_refused_before_any_deploy(entry_points):
@@ -266,8 +279,8 @@ def test_variables_come_from_the_command_line_the_environment_the_target_or_the_
     assert resolved.variables["var.schedule"] == "0 0 3 ? * MON"
     assert resolved.variables["var.experiment_name"] == "/Shared/jobrec-staging"  # the target
     assert resolved.variables["var.schema"] == "ml"  # the default
-    [model] = resolved.resources("registered_models").values()
-    assert model["catalog_name"] == "from_cli"
+    models = resolved.resources("registered_models").values()
+    assert {model["catalog_name"] for model in models} == {"from_cli"}
     with pytest.raises(BundleError, match="undeclared"):
         load_bundle(DEPLOY, "dev", {"storage_root": "x"}, environ={})
     with pytest.raises(BundleError, match="unknown target"):

@@ -48,6 +48,8 @@ def test_definition_carries_the_configured_bm25_shards_and_fields():
     assert mappings["dynamic"] == "strict"
     assert mappings["_meta"] == {"jobrec": {"alias": "jobs"}}
     assert mappings["properties"]["job_id"] == {"type": "integer"}
+    assert mappings["properties"]["title_occupation"] == {"type": "keyword"}
+    assert mappings["properties"]["title_confidence"] == {"type": "float"}
     for name in ("title", "function", "requirement_summary", "keywords", "description"):
         field = mappings["properties"][name]
         assert (field["type"], field["similarity"], field["analyzer"]) == (
