@@ -366,6 +366,9 @@ class EvaluationConfig(_Section):
     ground_truth_candidates: int = Field(ge=0)
     baselines: list[str]
     models: list[str]  # the DRMM configurations (`model.versions`) compared (and the demo trains)
+    # The ranker every other is paired against on the ground truth, besides BM25: the strong
+    # untrained baseline by default, a model ("DRMM v5") to measure what another adds to it.
+    paired_baseline: str
     curve_model: str  # the configuration the learning curve trains
     held_out_candidates: int = Field(ge=0)
     bootstrap_resamples: int = Field(ge=100)

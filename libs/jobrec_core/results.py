@@ -36,7 +36,7 @@ def tables(report: EvaluationReport) -> dict[str, pd.DataFrame]:
         "held_out": pd.DataFrame([_flat_row(h) for h in report.held_out]),
         "ground_truth_vs_baseline": pd.DataFrame(
             [
-                {"ranker": c.ranker}
+                {"ranker": c.ranker, "baseline": c.baseline}
                 | {f"p_at_k_{k}": v for k, v in asdict(c.precision).items()}
                 | {"p_at_k_p_holm": c.precision_p}
                 | {f"ndcg_{k}": v for k, v in asdict(c.ndcg).items()}
@@ -78,7 +78,7 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
     if report.ceiling is not None:
         values[f"ground_truth.ceiling.p_at_{report.k}"] = report.ceiling.mean
     for c in report.versus_baseline:
-        key = f"ground_truth.{_key(c.ranker)}.vs_profile_tfidf"
+        key = f"ground_truth.{_key(c.ranker)}.vs_{_key(c.baseline).replace('-', '_')}"
         values[f"{key}.p_at_{report.k}"] = c.precision.mean
         values[f"{key}.p_at_{report.k}_low"] = c.precision.low
         values[f"{key}.ndcg_at_{report.k}"] = c.ndcg.mean

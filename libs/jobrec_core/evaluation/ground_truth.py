@@ -45,10 +45,12 @@ class GroundTruthRow:
 
 @dataclass(frozen=True)
 class BaselineComparison:
-    """One ranker against the strong untrained baseline (`profile-tfidf`), paired per
-    candidate on P@k and on nDCG@k, each p Holm-corrected across the rankers compared."""
+    """One ranker against a baseline (`evaluation.paired_baseline`: the strong untrained
+    `profile-tfidf` unless set), paired per candidate on P@k and on nDCG@k, each p
+    Holm-corrected across the rankers compared."""
 
     ranker: str
+    baseline: str
     precision: PairedDifference
     precision_p: float
     ndcg: PairedDifference
@@ -162,7 +164,9 @@ def against_baseline(
     ndcg = against_reference(
         {name: ndcg_at_k(ranked[name], k) for name in compared}, resamples, seed
     )
-    return [BaselineComparison(name, *precision[name], *ndcg[name]) for name in compared[1:]]
+    return [
+        BaselineComparison(name, baseline, *precision[name], *ndcg[name]) for name in compared[1:]
+    ]
 
 
 def ceiling(ranked: Ranked, k: int, resamples: int, seed: int) -> Interval:

@@ -17,7 +17,6 @@ from jobrec_core.evaluation.ground_truth import (
 from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
 from jobrec_core.evaluation.retrievers import RetrieverComparison
-from jobrec_core.ranking.scorers import PROFILE_BASELINE
 from jobrec_core.ranking.statistics import Interval, PairedDifference
 
 
@@ -175,7 +174,7 @@ class EvaluationReport:
             for gt in compared:
                 lines.append(_paired_line(gt.ranker, gt.versus_reference, gt.p_holm))
         if self.versus_baseline:
-            baseline = PROFILE_BASELINE
+            baseline = self.versus_baseline[0].baseline
             lines += [
                 f"  Against {baseline}, paired per candidate (P@{k} and nDCG@{k}; p: sign-flip "
                 "randomisation, Holm-corrected)",

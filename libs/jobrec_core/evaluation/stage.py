@@ -95,7 +95,6 @@ from jobrec_core.ranking.factory import (
 )
 from jobrec_core.ranking.pipeline import ScoreColumns
 from jobrec_core.ranking.scorers import (
-    PROFILE_BASELINE,
     RETRIEVAL_ORDER,
     RetrievalOrderScorer,
     Scorer,
@@ -345,7 +344,14 @@ def run_ground_truth(
         )
 
     curve_names = [scorer.name for scorer in curve]
-    measured = judged(names, PROFILE_BASELINE)
+    if settings.paired_baseline not in names:
+        log.warning(
+            "ground truth: evaluation.paired_baseline %r is not among the rankers (%s): no "
+            "paired table against it",
+            settings.paired_baseline,
+            ", ".join(names),
+        )
+    measured = judged(names, settings.paired_baseline)
     return measured, judged([names[0], *curve_names]) if curve_names else None, labelled
 
 

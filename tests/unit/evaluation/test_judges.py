@@ -55,7 +55,7 @@ def test_every_ranker_but_the_reference_is_also_compared_with_the_strong_baselin
         pd.DataFrame(rows), ["BM25", "profile", "Oracle"], 10, 500, 5, "profile"
     )
     [oracle] = measured.versus_baseline  # neither the reference nor the baseline itself
-    assert oracle.ranker == "Oracle"
+    assert oracle.ranker == "Oracle" and oracle.baseline == "profile"
     assert oracle.precision.mean == pytest.approx(0.25)  # +0.5 for half the candidates
     assert oracle.precision.low > 0 and oracle.precision_p < 0.01
     assert oracle.ndcg.mean == pytest.approx(0.5) and oracle.ndcg.low > 0
