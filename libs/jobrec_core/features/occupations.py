@@ -83,16 +83,15 @@ def occupation_agreement(
     """Per pool job, the weighted share of the candidate's own jobs whose normalised
     occupation is the pool job's (0 for a job without one). `own_weights` are the own jobs'
     weights in the text profile (`profile.coherence_weights`)."""
-    if len(own_occupations) == 0 or len(pool_occupations) == 0:
-        return np.zeros(len(pool_occupations), dtype=np.float32)
-    own = pd.Series(own_occupations, dtype=object)
-    weights = pd.Series(np.asarray(own_weights, dtype=np.float64)).where(own.notna(), 0.0)
+    own = np.asarray(own_occupations, dtype=object)
+    weights = np.where(pd.notna(own), np.asarray(own_weights, dtype=np.float64), 0.0)
     total = float(weights.sum())
-    if total <= 0:
+    if len(pool_occupations) == 0 or total <= 0:
         return np.zeros(len(pool_occupations), dtype=np.float32)
-    per_occupation = weights.groupby(own.to_numpy()).sum() / total
-    shares = pd.Series(pool_occupations, dtype=object).map(per_occupation)
-    return shares.fillna(0.0).to_numpy(np.float32)
+    # pool x own: a few own jobs per candidate, so one comparison table beats a groupby;
+    # a missing own occupation weighs 0, so missing == missing adds nothing.
+    same = np.asarray(pool_occupations, dtype=object)[:, None] == own[None, :]
+    return (same @ weights / total).astype(np.float32)
 
 
 # --- how the titles map (the data report, the titles stage) ------------------------------
