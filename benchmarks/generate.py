@@ -31,6 +31,7 @@ from jobrec_core.data.generate import (
     generate_candidate_block,
 )
 from jobrec_core.taxonomy.onet import load_catalogue
+from jobrec_core.taxonomy.real_ads import real_ad_titles
 from jobrec_core.taxonomy.titles import split_titles
 from jobrec_core.text.tokens import load_stopwords
 
@@ -110,7 +111,9 @@ def main() -> int:
     occupations = np.full(sizes.jobs, -1, dtype=np.int32)
     generated = sizes.jobs - sizes.real_ads
     occupations[:generated] = assign_job_occupations(generated, catalogue, 1.0, config.run.seed)
-    titles = split_titles(catalogue, [], config.titles.split_seed).generator
+    # the product's split: the titles real ads match go to the normaliser's side
+    real_titles = real_ad_titles(config.data.reference_dir)
+    titles = split_titles(catalogue, real_titles, config.titles.split_seed).generator
     plan = GenerationPlan(
         catalogue, config.data, config.run.seed, load_stopwords(), occupations, titles
     )

@@ -19,12 +19,11 @@ import argparse
 import time
 from pathlib import Path
 
-import pandas as pd
 import torch
 
 from jobrec_core.config import load_config
 from jobrec_core.taxonomy.onet import load_catalogue
-from jobrec_core.taxonomy.real_ads import REAL_ADS_FILE
+from jobrec_core.taxonomy.real_ads import real_ad_titles
 from jobrec_core.taxonomy.titles import split_titles
 from jobrec_core.titles.ngram import TrigramMatcher
 from jobrec_core.titles.stage import encoder_spec
@@ -45,11 +44,11 @@ def main() -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     config = load_config("local", args.overrides, REPO / "conf")
-    ads = pd.read_json(Path(config.data.reference_dir) / REAL_ADS_FILE, lines=True)
+    real_titles = real_ad_titles(config.data.reference_dir)
     catalogue = load_catalogue(config.data.reference_dir)
-    split = split_titles(catalogue, ads["title"].fillna("").tolist(), config.titles.split_seed)
+    split = split_titles(catalogue, real_titles, config.titles.split_seed)
     codes = [o.code for o in catalogue.occupations]
-    titles = (ads["title"].fillna("").tolist() * (args.titles // len(ads) + 1))[: args.titles]
+    titles = (real_titles * (args.titles // len(real_titles) + 1))[: args.titles]
     torch.manual_seed(0)
     normaliser = TitleNormaliser.of(
         TitleEncoder(encoder_spec(config)),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pandas as pd
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -29,3 +30,12 @@ def read_real_ads(
     return ads.withColumn(
         "job_id", (F.row_number().over(Window.orderBy("id")) + first_job_id - 1).cast("int")
     )
+
+
+def real_ad_titles(reference_dir: str) -> list[str]:
+    """Every real ad's title (empty where it has none), read without Spark: what
+    `taxonomy.titles.split_titles` needs outside a job (the benchmarks)."""
+    path = Path(reference_dir) / REAL_ADS_FILE
+    if not path.is_file():
+        raise FileNotFoundError(f"real job ads not found: {path} (set data.reference_dir)")
+    return pd.read_json(path, lines=True)["title"].fillna("").astype(str).tolist()
