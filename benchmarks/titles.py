@@ -6,11 +6,13 @@ trigram matcher, on the same titles and the same taxonomy, in one run.
 
 The taxonomy is the normaliser's side of O*NET (`taxonomy.titles`, about 19,500 titles); the
 titles are the real ads' titles, repeated to `--titles`. The subject embeds each title
-(`TitleEncoder.embed`, batches sorted by length) and takes the nearest taxonomy vector, as
-`TitleNormaliser.normalise` does in Spark's workers; the taxonomy's own vectors are computed
-once beforehand, as the registered model stores them. The weights do not change the cost, so
-the encoder is freshly initialised from conf/. One thread is one Spark task's share; all
-threads is one process with the machine to itself.
+(`TitleEncoder.embed`, batches sorted by length) and looks up its occupation, as
+`TitleNormaliser.normalise` does in Spark's workers, with two lookups: seed 001's (the nearest
+taxonomy vector) and the dearest that training may choose (`Lookup`: a share of the trigram
+cosine and a vote of the ten nearest titles). The taxonomy's own vectors are computed once
+beforehand, as the registered model stores them. The weights do not change the cost, so the
+encoder is freshly initialised from conf/. One thread is one Spark task's share; all threads
+is one process with the machine to itself.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from jobrec_core.config import load_config
 from jobrec_core.taxonomy.onet import load_catalogue
 from jobrec_core.taxonomy.real_ads import real_ad_titles
 from jobrec_core.taxonomy.titles import split_titles
-from jobrec_core.titles.ngram import TrigramMatcher
 from jobrec_core.titles.stage import encoder_spec
-from jobrec_scoring.titles import TitleEncoder, TitleNormaliser, canonical
+from jobrec_scoring.titles import Lookup, TitleEncoder, TitleNormaliser, canonical
+from jobrec_scoring.trigrams import TrigramMatcher
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -66,17 +68,26 @@ def main() -> int:
     figures = [
         ("baseline: trigram matcher (seed 001)", rate(len(texts), lambda: matcher.nearest(texts)))
     ]
-    for count in (1, threads):
-        torch.set_num_threads(count)
-        figures.append(
-            (
-                f"subject: Siamese BiLSTM, {count} thread(s)",
-                rate(len(titles), lambda: normaliser.normalise(titles)),
+    dearest = Lookup(
+        trigram_weight=max(spec.lookup_trigram_weights),
+        neighbours=spec.lookup_neighbours,
+        temperature=max(spec.lookup_temperatures),
+    )
+    for name, subject in (
+        ("nearest", normaliser),
+        ("trigrams + vote", normaliser.with_lookup(dearest)),
+    ):
+        for count in (1, threads):
+            torch.set_num_threads(count)
+            figures.append(
+                (
+                    f"subject: Siamese BiLSTM, {name}, {count} thread(s)",
+                    rate(len(titles), lambda subject=subject: subject.normalise(titles)),
+                )
             )
-        )
     for name, per_second in figures:
         print(
-            f"  {name:<42}{per_second:>10,.0f} titles/s"
+            f"  {name:<58}{per_second:>10,.0f} titles/s"
             f"  {per_second / figures[0][1]:>6.2f}x baseline"
         )
     return 0

@@ -418,6 +418,12 @@ class TitlesConfig(_Section):
     composition_test_share: float = Field(ge=0, le=1)  # variants held out (seed 001: 7,909 of them)
     synonym_support: int = Field(gt=0)  # shared words an induced synonym needs (`titles.sets`)
     extra_words_test_share: float = Field(ge=0, le=1)  # held-out real titles with extra words
+    # Of the training variants and real titles with extra words (and fresh typos of that
+    # share of the taxonomy): the validation sets that choose the lookup (`titles.lookup`).
+    validation_share: float = Field(gt=0, lt=1)
+    lookup_neighbours: int = Field(gt=0)  # known titles that vote for their occupation
+    lookup_trigram_weights: list[float] = Field(min_length=1)  # candidates, each in [0, 1]
+    lookup_temperatures: list[float] = Field(min_length=1)  # candidates; 0: the nearest title
     log_every: int = Field(gt=0)  # steps between progress lines
 
     @model_validator(mode="after")
@@ -426,6 +432,10 @@ class TitlesConfig(_Section):
             raise ValueError(
                 "typo_rate + extra_words_rate + augmented_rate are shares of the pairs: at most 1"
             )
+        if not all(0 <= w <= 1 for w in self.lookup_trigram_weights):
+            raise ValueError("lookup_trigram_weights: each is a share of the score, in [0, 1]")
+        if not all(t >= 0 for t in self.lookup_temperatures):
+            raise ValueError("lookup_temperatures: each is 0 (the nearest title) or more")
         return self
 
 

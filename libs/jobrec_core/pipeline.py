@@ -206,7 +206,6 @@ def pipeline_steps(
     from jobrec_core.results import publish
     from jobrec_core.serving.stage import run_recommend, show_candidate
     from jobrec_core.titles.stage import (
-        format_scores,
         normalise_job_titles,
         occupation_names,
         train_title_normaliser,
@@ -235,7 +234,7 @@ def pipeline_steps(
         return (
             f"title normaliser v{trained.version} ({trained.taxonomy:,} taxonomy titles, "
             f"{config.titles.steps:,} steps, {format_duration(trained.seconds)})\n"
-            f"{format_scores(trained.scores)}\n\n"
+            f"{trained.table}\n\n"
             f"{format_mapping(normalise_job_titles(spark, config), occupation_names(config))}"
         )
 

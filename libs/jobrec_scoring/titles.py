@@ -1,17 +1,19 @@
 """The title normaliser (seed 001, issue 22): a character-level bidirectional LSTM that embeds
 free-text job titles so that titles of one occupation lie close together, and the lookup that
-names a title's occupation by its nearest taxonomy title.
+names a title's occupation from its nearest known titles.
 
-Like the DRMM, it imports only numpy, pandas and torch, so the registered model
-(:mod:`jobrec_scoring.served_titles`) loads without the project and Spark workers load it
-once each. Training (pairs, augmentations, the loss) lives in `jobrec_core.titles`.
+Like the DRMM, it imports only numpy, pandas and torch (and scipy, for the trigrams), so the
+registered model (:mod:`jobrec_scoring.served_titles`) loads without the project and Spark
+workers load it once each. Training (pairs, augmentations, the loss) and the choice of the
+lookup live in `jobrec_core.titles`.
 """
 
 from __future__ import annotations
 
 import io
 import re
-from dataclasses import asdict, dataclass
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,8 @@ import numpy as np
 import pandas as pd
 import torch
 from torch import nn
+
+from jobrec_scoring.trigrams import TrigramMatcher
 
 NORMALISER_ARTIFACT = "title_normaliser"
 # Characters the encoder reads. Other characters become spaces: punctuation that separates a
@@ -109,46 +113,149 @@ class TitleEncoder(nn.Module):
         return vectors
 
 
+# Known titles per input, nearest by the network's cosine, that the lookup scores again:
+# a title further down would need a trigram cosine far above the nearest ones' to win.
+SHORTLIST = 32
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """How a title's occupation is read from the known titles, chosen on validation titles
+    (`jobrec_core.titles.lookup`). The :data:`SHORTLIST` known titles nearest by the
+    network's cosine each score `(1 - trigram_weight) * cosine + trigram_weight * trigram
+    cosine`; the `neighbours` best vote for their occupations with weight
+    `exp((score - best score) / temperature)`. Temperature 0 is seed 001's lookup: the
+    nearest title's occupation, by the cosine alone when the trigram weight is 0 too."""
+
+    trigram_weight: float = 0.0
+    neighbours: int = 1
+    temperature: float = 0.0
+
+    def to_dict(self) -> dict[str, float]:
+        return asdict(self)
+
+
+def vote(scores: np.ndarray, owners: np.ndarray, lookup: Lookup) -> np.ndarray:
+    """Rows of scores of some known titles, and each title's occupation (same shape) -> the
+    column chosen in each row: the best title of the occupation whose `lookup.neighbours`
+    best titles weigh most (see :class:`Lookup`); ties go to the occupation of the better
+    title."""
+    rows = np.arange(len(scores))
+    count = min(lookup.neighbours, scores.shape[1])
+    if lookup.temperature <= 0 or count <= 1:
+        return scores.argmax(axis=1)
+    top = np.argsort(-scores, axis=1, kind="stable")[:, :count]
+    best_first = scores[rows[:, None], top]
+    weights = np.exp((best_first - best_first[:, :1]) / lookup.temperature)
+    voters = owners[rows[:, None], top]
+    # each neighbour's occupation's total weight; the first maximum is that occupation's best
+    totals = ((voters[:, :, None] == voters[:, None, :]) * weights[:, None, :]).sum(axis=2)
+    return top[rows, totals.argmax(axis=1)]
+
+
 @dataclass
 class TitleNormaliser:
-    """A trained encoder and its taxonomy: every taxonomy title's vector and occupation."""
+    """A trained encoder and the titles it knows: the taxonomy's, then (optionally) the other
+    labelled titles of its training, each with its vector and occupation, and the lookup."""
 
     encoder: TitleEncoder
     titles: list[str]
-    """The taxonomy's titles, canonical."""
+    """The known titles, canonical: the taxonomy's first."""
     occupations: np.ndarray
-    """Occupation code (string) of each taxonomy title."""
+    """Occupation code (string) of each known title."""
     vectors: np.ndarray
-    """Unit vector of each taxonomy title."""
+    """Unit vector of each known title."""
+    taxonomy_size: int
+    """How many of `titles` are taxonomy titles (seed 001 looks up only those)."""
+    lookup: Lookup = field(default_factory=Lookup)
+
+    def __post_init__(self) -> None:
+        _, inverse = np.unique(self.occupations.astype(str), return_inverse=True)
+        self._occupation_ids = inverse.reshape(-1)
+        self._trigrams: TrigramMatcher | None = None
 
     @classmethod
     def of(
-        cls, encoder: TitleEncoder, titles: list[str], occupations: list[str]
+        cls,
+        encoder: TitleEncoder,
+        titles: list[str],
+        occupations: list[str],
+        known: Sequence[tuple[str, str]] = (),
+        lookup: Lookup | None = None,
     ) -> TitleNormaliser:
-        canonical_titles = [canonical(t, encoder.spec.max_chars) for t in titles]
+        """The normaliser of taxonomy `titles` (with their `occupations`) and the `known`
+        (title, occupation) pairs beyond them."""
+        max_chars = encoder.spec.max_chars
+        every = [canonical(t, max_chars) for t in titles] + [
+            canonical(t, max_chars) for t, _ in known
+        ]
         return cls(
             encoder.eval(),
-            canonical_titles,
-            np.asarray(occupations, dtype=object),
-            encoder.embed(canonical_titles),
+            every,
+            np.asarray([*occupations, *(code for _, code in known)], dtype=object),
+            encoder.embed(every),
+            len(titles),
+            lookup or Lookup(),
         )
 
-    def nearest(self, titles: list[str | None], chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
-        """For each free-text title, the index of its nearest taxonomy title (cosine) and that
-        cosine."""
-        texts = [canonical(t, self.encoder.spec.max_chars) for t in titles]
-        queries = self.encoder.embed(texts)
-        best = np.zeros(len(texts), dtype=np.int64)
-        similarity = np.zeros(len(texts), dtype=np.float32)
+    def with_lookup(self, lookup: Lookup) -> TitleNormaliser:
+        return replace(self, lookup=lookup)
+
+    def taxonomy_only(self) -> TitleNormaliser:
+        """Seed 001's protocol: the nearest taxonomy title by the cosine."""
+        size = self.taxonomy_size
+        return TitleNormaliser(
+            self.encoder,
+            self.titles[:size],
+            self.occupations[:size],
+            self.vectors[:size],
+            size,
+            Lookup(),
+        )
+
+    def choose(
+        self, texts: list[str], lookups: list[Lookup], chunk: int = 1024
+    ) -> list[tuple[np.ndarray, np.ndarray]]:
+        """For each lookup, the chosen known title of each canonical text and its score
+        (see :class:`Lookup`). Each chunk of texts is embedded, shortlisted and its trigram
+        cosines computed once for all the lookups."""
+        chosen = [
+            (np.zeros(len(texts), dtype=np.int64), np.zeros(len(texts), dtype=np.float32))
+            for _ in lookups
+        ]
+        mixed = any(lookup.trigram_weight > 0 for lookup in lookups)
+        if mixed and self._trigrams is None:
+            self._trigrams = TrigramMatcher(self.titles)
+        known = torch.from_numpy(self.vectors)
         for start in range(0, len(texts), chunk):
-            scores = queries[start : start + chunk] @ self.vectors.T
-            best[start : start + chunk] = scores.argmax(axis=1)
-            similarity[start : start + chunk] = scores.max(axis=1)
-        return best, similarity
+            block = texts[start : start + chunk]
+            rows = np.arange(len(block))
+            queries = torch.from_numpy(self.encoder.embed(block))
+            top = (queries @ known.T).topk(min(SHORTLIST, len(self.titles)), dim=1)
+            cosine, shortlist = top.values.numpy(), top.indices.numpy()
+            owners = self._occupation_ids[shortlist]
+            trigram = (
+                self._trigrams.pair_cosine(block, shortlist)
+                if mixed and self._trigrams is not None
+                else cosine
+            )
+            for (best, score), lookup in zip(chosen, lookups, strict=True):
+                w = lookup.trigram_weight
+                scores = cosine if w == 0 else (1.0 - w) * cosine + w * trigram
+                found = vote(scores, owners, lookup)
+                best[start : start + len(block)] = shortlist[rows, found]
+                score[start : start + len(block)] = scores[rows, found]
+        return chosen
+
+    def nearest(self, titles: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
+        """For each free-text title, the index of the known title its lookup chooses, and
+        that title's score (the cosine, with seed 001's lookup)."""
+        texts = [canonical(t, self.encoder.spec.max_chars) for t in titles]
+        return self.choose(texts, [self.lookup])[0]
 
     def normalise(self, titles: list[str | None]) -> pd.DataFrame:
-        """`occupation` (the nearest taxonomy title's), `matched_title` (that title) and
-        `confidence` (their cosine) per title, in order; an empty title gets nulls."""
+        """`occupation` (the chosen known title's), `matched_title` (that title) and
+        `confidence` (its score) per title, in order; an empty title gets nulls."""
         best, similarity = self.nearest(titles)
         empty = np.array([not canonical(t, self.encoder.spec.max_chars) for t in titles], bool)
         frame = pd.DataFrame(
@@ -170,6 +277,8 @@ class TitleNormaliser:
                 "titles": self.titles,
                 "occupations": self.occupations.tolist(),
                 "vectors": self.vectors,
+                "taxonomy_size": self.taxonomy_size,
+                "lookup": self.lookup.to_dict(),
             },
             target,
         )
@@ -179,9 +288,12 @@ class TitleNormaliser:
         saved = torch.load(source, map_location="cpu", weights_only=False)
         encoder = TitleEncoder(EncoderSpec(**saved["spec"]))
         encoder.load_state_dict(saved["model"])
+        titles = list(saved["titles"])
         return cls(
             encoder.eval(),
-            list(saved["titles"]),
+            titles,
             np.asarray(saved["occupations"], dtype=object),
             np.asarray(saved["vectors"], dtype=np.float32),
+            int(saved["taxonomy_size"]),
+            Lookup(**saved["lookup"]),
         )

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 from jobrec_core.platform.spark import get_spark
 from jobrec_core.runtime import add_common_arguments, entry_point, start_job
-from jobrec_core.titles.stage import format_scores, train_title_normaliser
+from jobrec_core.titles.stage import train_title_normaliser
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -28,7 +28,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"title normaliser v{result.version}: {result.taxonomy:,} taxonomy titles, "
         f"{result.members:,} training members, {result.seconds:.0f}s\n"
-        f"{format_scores(result.scores)}\n"
+        f"{result.table}\n"
         f"  report {result.report}"
     )
     return 0

@@ -22,6 +22,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
+import scipy
 import torch
 from mlflow.models import infer_signature
 
@@ -75,6 +76,7 @@ def scoring_requirements() -> list[str]:
         f"torch=={torch.__version__.split('+')[0]}",
         f"numpy=={np.__version__}",
         f"pandas=={pd.__version__}",
+        f"scipy=={scipy.__version__}",
         f"mlflow=={mlflow.__version__}",
     ]
 

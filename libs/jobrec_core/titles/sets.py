@@ -21,6 +21,11 @@ text (`jobrec_scoring.titles.canonical`), labelled with an O*NET-SOC code.
 * **Annotations**: every distinct real ad title that `match_key` labels, with that
   occupation: the real inputs of the product. None of them is ever trained on.
 
+A `validation_share` of the training variants and of the training real titles with extra
+words, and fresh typos of that share of the taxonomy titles, are the **validation** sets:
+neither trained on nor known to the normaliser, they choose its lookup
+(`titles.lookup`), so that no test item chooses anything.
+
 No test text is a training member, and every variant or real title that equals any O*NET
 title of either side is dropped, so the generator's titles never reach the normaliser.
 """
@@ -32,16 +37,18 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
 from jobrec_core.taxonomy.onet import Catalogue, match_key, normalise_title
 from jobrec_core.taxonomy.titles import TaxonomyTitle
-from jobrec_core.titles.ngram import TrigramMatcher
 from jobrec_scoring.titles import canonical
+from jobrec_scoring.trigrams import TrigramMatcher
 
 TEST_SETS = ("typos", "composition", "extra_words", "annotations")
 _LETTERS = "abcdefghijklmnopqrstuvwxyz"
+T = TypeVar("T")
 _PLAIN = re.compile(r"[a-z0-9+#]+")  # a word with no separator or bracket in it
 
 
@@ -92,6 +99,9 @@ class TitleSets:
     extra_words: ExtraWords
     tests: dict[str, tuple[Labelled, ...]]
     """Seed 001's four test sets, by the names of :data:`TEST_SETS`."""
+    validation: dict[str, tuple[Labelled, ...]]
+    """Typos, Composition and Extra words items made as the tests are, from training data
+    held back (see the module)."""
     confusable: dict[str, tuple[str, ...]]
     """Per occupation, the others whose taxonomy titles its own are closest to by trigrams,
     most often first: the hard negatives of a training batch."""
@@ -167,6 +177,7 @@ def build_title_sets(
     composition_test_share: float,
     extra_words_test_share: float,
     synonym_support: int,
+    validation_share: float,
 ) -> TitleSets:
     """The normaliser's taxonomy, training members and test sets (see the module)."""
     codes = [o.code for o in catalogue.occupations]
@@ -190,7 +201,7 @@ def build_title_sets(
 
     rng = random.Random(seed)
 
-    def typo_of(text: str) -> str:
+    def typo_of(text: str, rng: random.Random = rng) -> str:
         # A typo that spells another taxonomy title ("auger operator" -> "ager operator") is
         # that title, not a typo: drawn again.
         for _ in range(10):
@@ -216,7 +227,7 @@ def build_title_sets(
     random.Random(seed + 1).shuffle(variants)
     held_out = round(composition_test_share * len(variants))
     composition_test = tuple(Labelled(t, c) for t, c, _ in variants[:held_out])
-    composition_train = variants[held_out:]
+    composition_validation, composition_train = _split(variants[held_out:], validation_share)
 
     real_texts = sorted({canonical(ad.title, max_chars) for ad in real_ads} - {""})
     matcher = TrigramMatcher(reference)
@@ -228,7 +239,10 @@ def build_title_sets(
     random.Random(seed + 2).shuffle(extra)
     held_out = round(extra_words_test_share * len(extra))
     extra_test = tuple(Labelled(text, code) for text, code, _ in extra[:held_out])
-    extra_train = [(t, c, inside) for t, c, inside in extra[held_out:] if t not in annotations]
+    extra_validation, extra_train = _split(
+        [(t, c, inside) for t, c, inside in extra[held_out:] if t not in annotations],
+        validation_share,
+    )
 
     tests = {
         "typos": typos,
@@ -237,18 +251,39 @@ def build_title_sets(
         "annotations": tuple(Labelled(t, c) for t, c in sorted(annotations.items())),
     }
     tested = {item.text for items in tests.values() for item in items}
+    validation_rng = random.Random(seed + 3)
+    typo_sample = validation_rng.sample(
+        list(taxonomy.items()), round(validation_share * len(taxonomy))
+    )
+    validation = {
+        "typos": tuple(
+            Labelled(typo, code)
+            for typo, code in ((typo_of(text, validation_rng), code) for text, code in typo_sample)
+            if typo not in tested
+        ),
+        "composition": tuple(Labelled(t, c) for t, c, _ in composition_validation),
+        "extra_words": tuple(Labelled(t, c) for t, c, _ in extra_validation),
+    }
+    held_back = tested | {item.text for items in validation.values() for item in items}
     augmented: dict[str, list[Anchored]] = defaultdict(list)
     for text, code, anchor in [*composition_train, *extra_train]:
-        if text not in tested:
+        if text not in held_back:
             augmented[code].append(Anchored(text, anchor))
     return TitleSets(
         taxonomy=tuple(Labelled(t, c) for t, c in taxonomy.items()),
         members={code: tuple(by_occupation[code]) for code in sorted(by_occupation)},
         augmented={code: tuple(items) for code, items in sorted(augmented.items())},
-        extra_words=_extra_words(extra_train, real_ads, tested, max_chars),
+        extra_words=_extra_words(extra_train, real_ads, held_back, max_chars),
         tests=tests,
+        validation=validation,
         confusable=confusable_occupations(matcher, reference, [taxonomy[t] for t in reference]),
     )
+
+
+def _split(items: list[T], share: float) -> tuple[list[T], list[T]]:
+    """The first `share` of `items` (already shuffled), and the rest."""
+    cut = round(share * len(items))
+    return items[:cut], items[cut:]
 
 
 def confusable_occupations(
@@ -270,11 +305,11 @@ def confusable_occupations(
 def _extra_words(
     extra_train: list[tuple[str, str, str]],
     real_ads: Sequence[RealAd],
-    tested: set[str],
+    held_back: set[str],
     max_chars: int,
 ) -> ExtraWords:
     """The words around the taxonomy title in training real titles, and the locations and
-    teams of the real ads whose title no test holds."""
+    teams of the real ads whose title no test or validation set holds."""
     before: set[str] = set()
     after: set[str] = set()
     for text, _, inside in extra_train:
@@ -283,7 +318,7 @@ def _extra_words(
             before.add(head.strip())
         if tail.strip():
             after.add(tail.strip())
-    untested = [ad for ad in real_ads if canonical(ad.title, max_chars) not in tested]
+    free = [ad for ad in real_ads if canonical(ad.title, max_chars) not in held_back]
     short = 30  # characters: a location or a team, not a sentence
 
     def values(texts: Iterable[str]) -> tuple[str, ...]:
@@ -294,6 +329,6 @@ def _extra_words(
     return ExtraWords(
         before=tuple(sorted(before)),
         after=tuple(sorted(after)),
-        locations=values(ad.location for ad in untested),
-        teams=values(ad.team for ad in untested),
+        locations=values(ad.location for ad in free),
+        teams=values(ad.team for ad in free),
     )

@@ -2,8 +2,9 @@
 of `titles/` that reads or writes.
 
 * :func:`train_title_normaliser`: O*NET's titles (the normaliser's side of
-  `taxonomy.titles`) and the real ads -> a trained character-level Siamese encoder, scored on
-  seed 001's four test sets next to its trigram baseline, logged to MLflow and registered;
+  `taxonomy.titles`) and the real ads -> a trained character-level Siamese encoder, its lookup
+  chosen on the validation sets (`titles.lookup`), scored on seed 001's four test sets next
+  to its trigram baseline and to seed 001's own lookup, logged to MLflow and registered;
   the champion alias moves to it. A normaliser registered with the same settings and
   reference data (any dataset's) is used again. The table is `reports/titles/TITLES.md`.
 * :func:`normalise_job_titles`: silver jobs -> the same rows with `title_occupation` and
@@ -40,15 +41,17 @@ from jobrec_core.platform.tables import read_delta, table_path, write_delta
 from jobrec_core.taxonomy.onet import ONET_DIR, load_catalogue
 from jobrec_core.taxonomy.real_ads import REAL_ADS_FILE, read_real_ads
 from jobrec_core.taxonomy.titles import split_titles
-from jobrec_core.titles.ngram import TrigramMatcher
+from jobrec_core.titles.lookup import LookupScore, accuracies, choose_lookup, lookup_candidates
 from jobrec_core.titles.sets import TEST_SETS, Labelled, RealAd, TitleSets, build_title_sets
-from jobrec_core.titles.training import TrainingSettings, accuracy, train_encoder
-from jobrec_scoring.titles import EncoderSpec, TitleEncoder, TitleNormaliser
+from jobrec_core.titles.training import TrainingSettings, train_encoder
+from jobrec_scoring.titles import EncoderSpec, Lookup, TitleEncoder, TitleNormaliser
+from jobrec_scoring.trigrams import TrigramMatcher
 
 log = logging.getLogger(__name__)
 
 MANIFEST_ENTRY = "titles"
 FINGERPRINT_TAG = "titles_fingerprint"  # a registered version's `normaliser_fingerprint`
+REPORT_ARTIFACT = "titles.md"  # the run's table (:func:`format_scores`)
 # Seed 001's table 3: its n-gram matcher and its best model (3), for the report.
 PAPER = {
     "n-gram (seed 001)": dict(typos=0.99, composition=0.61, extra_words=1.00, annotations=0.83),
@@ -65,7 +68,8 @@ SET_NAMES = {
 @dataclass(frozen=True)
 class TitleScore:
     size: int
-    model: float
+    model: float  # the normaliser, with its chosen lookup
+    nearest: float  # the same encoder, with seed 001's lookup: the nearest taxonomy title
     baseline: float  # the trigram matcher
 
 
@@ -73,6 +77,8 @@ class TitleScore:
 class TitleTraining:
     version: str
     scores: dict[str, TitleScore]
+    table: str
+    """:func:`format_scores`: the scores as seed 001's table, and the chosen lookup."""
     taxonomy: int
     members: int
     seconds: float
@@ -100,6 +106,7 @@ def title_sets(spark: SparkSession, config: JobrecConfig) -> TitleSets:
         composition_test_share=settings.composition_test_share,
         extra_words_test_share=settings.extra_words_test_share,
         synonym_support=settings.synonym_support,
+        validation_share=settings.validation_share,
     )
 
 
@@ -129,7 +136,8 @@ def training_settings(config: JobrecConfig) -> TrainingSettings:
 
 
 def score_sets(normaliser: TitleNormaliser, sets: TitleSets) -> dict[str, TitleScore]:
-    """Accuracy of the normaliser and of the trigram matcher on each test set."""
+    """Accuracy on each test set of the normaliser, of its encoder with seed 001's lookup,
+    and of the trigram matcher."""
     reference = [t.text for t in sets.taxonomy]
     labels = np.asarray([t.occupation for t in sets.taxonomy], dtype=object)
     matcher = TrigramMatcher(reference)
@@ -138,13 +146,27 @@ def score_sets(normaliser: TitleNormaliser, sets: TitleSets) -> dict[str, TitleS
         found = labels[matcher.nearest([i.text for i in items])]
         return float(np.mean(found == np.asarray([i.occupation for i in items], dtype=object)))
 
+    paper_lookup = normaliser.taxonomy_only()
     return {
-        name: TitleScore(len(items), accuracy(normaliser, items), baseline(items))
+        name: TitleScore(
+            len(items),
+            accuracies(normaliser, items, [normaliser.lookup])[0],
+            accuracies(paper_lookup, items, [paper_lookup.lookup])[0],
+            baseline(items),
+        )
         for name, items in sets.tests.items()
     }
 
 
-def format_scores(scores: dict[str, TitleScore]) -> str:
+def describe(lookup: Lookup) -> str:
+    if lookup.temperature <= 0:
+        vote = "the nearest known title"
+    else:
+        vote = f"a vote of the {lookup.neighbours} nearest (temperature {lookup.temperature:g})"
+    return f"trigram weight {lookup.trigram_weight:g}, {vote}"
+
+
+def format_scores(scores: dict[str, TitleScore], lookup: Lookup) -> str:
     """Seed 001's table 3 for jobrec: accuracy per test set, ours next to the paper's."""
     header = "| model | " + " | ".join(
         f"{SET_NAMES[n]} (N = {scores[n].size:,})" for n in TEST_SETS
@@ -156,10 +178,33 @@ def format_scores(scores: dict[str, TitleScore]) -> str:
         "| n-gram (jobrec) | " + " | ".join(f"{scores[n].baseline:.3f}" for n in TEST_SETS) + " |"
     )
     lines.append(
-        "| **Siamese BiLSTM (jobrec)** | "
+        "| Siamese BiLSTM (jobrec), seed 001's lookup | "
+        + " | ".join(f"{scores[n].nearest:.3f}" for n in TEST_SETS)
+        + " |"
+    )
+    lines.append(
+        "| **Siamese BiLSTM (jobrec), chosen lookup** | "
         + " | ".join(f"**{scores[n].model:.3f}**" for n in TEST_SETS)
         + " |"
     )
+    lines.append(
+        "\nSeed 001's lookup: the nearest taxonomy title by the cosine. The chosen lookup, on "
+        f"the validation sets: {describe(lookup)}, over the taxonomy and the training titles."
+    )
+    return "\n".join(lines)
+
+
+def format_validation(scores: list[LookupScore], chosen: Lookup) -> str:
+    """Every lookup candidate's validation accuracy; the chosen one in bold."""
+    names = list(scores[0].accuracy) if scores else []
+    lines = [
+        "| lookup | " + " | ".join(SET_NAMES[n] for n in names) + " | mean |",
+        "|---|" + "---|" * (len(names) + 1),
+    ]
+    for score in scores:
+        mark = "**" if score.lookup == chosen else ""
+        cells = [f"{score.accuracy[n]:.3f}" for n in names] + [f"{score.mean:.3f}"]
+        lines.append(f"| {mark}{describe(score.lookup)}{mark} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -198,6 +243,7 @@ def train_title_normaliser(spark: SparkSession, config: JobrecConfig) -> TitleTr
             n: TitleScore(
                 int(run.data.metrics[f"titles.{n}.size"]),
                 run.data.metrics[f"titles.{n}.accuracy"],
+                run.data.metrics[f"titles.{n}.nearest_accuracy"],
                 run.data.metrics[f"titles.{n}.ngram_accuracy"],
             )
             for n in TEST_SETS
@@ -206,6 +252,7 @@ def train_title_normaliser(spark: SparkSession, config: JobrecConfig) -> TitleTr
             config,
             str(same.version),
             scores,
+            mlflow.artifacts.load_text(f"runs:/{same.run_id}/{REPORT_ARTIFACT}"),
             int(run.data.params["titles.taxonomy"]),
             int(run.data.params["titles.members"]),
             started,
@@ -224,23 +271,38 @@ def train_title_normaliser(spark: SparkSession, config: JobrecConfig) -> TitleTr
     def progress(step: int, loss: float, seconds: float, _: TitleEncoder) -> None:
         log.info("titles: step %d/%d, loss %.4f, %.0f s", step, config.titles.steps, loss, seconds)
 
-    normaliser = train_encoder(sets, encoder_spec(config), training_settings(config), progress)
+    trained = train_encoder(sets, encoder_spec(config), training_settings(config), progress)
+    s = config.titles
+    candidates = lookup_candidates(
+        s.lookup_neighbours, s.lookup_trigram_weights, s.lookup_temperatures
+    )
+    lookup, tried = choose_lookup(trained, sets.validation, candidates)
+    log.info(
+        "titles: lookup %s (validation %s)",
+        describe(lookup),
+        ", ".join(f"{SET_NAMES[n]} {len(items):,}" for n, items in sets.validation.items()),
+    )
+    normaliser = trained.with_lookup(lookup)
     scores = score_sets(normaliser, sets)
+    table = format_scores(scores, lookup)
     with mlflow.start_run(run_name="train_titles"):
         mlflow.set_tags({"stage": "train_titles", "dataset": config.data.preset})
-        mlflow.log_params({f"titles.{k}": v for k, v in config.titles.model_dump().items()})
+        mlflow.log_params({f"titles.{k}": v for k, v in s.model_dump().items()})
         mlflow.log_params({"titles.taxonomy": len(sets.taxonomy), "titles.members": members})
+        mlflow.log_params({f"titles.lookup.{k}": v for k, v in lookup.to_dict().items()})
         mlflow.log_metrics(
             {
                 **{f"titles.{n}.accuracy": s.model for n, s in scores.items()},
+                **{f"titles.{n}.nearest_accuracy": s.nearest for n, s in scores.items()},
                 **{f"titles.{n}.ngram_accuracy": s.baseline for n, s in scores.items()},
                 **{f"titles.{n}.size": s.size for n, s in scores.items()},
             }
         )
-        mlflow.log_text(format_scores(scores), "titles.md")
+        mlflow.log_text(table, REPORT_ARTIFACT)
+        mlflow.log_text(format_validation(tried, lookup), "titles_validation.md")
         version = log_title_normaliser(normaliser, name)
     client.set_model_version_tag(name, version, FINGERPRINT_TAG, fingerprint)
-    return _registered(config, version, scores, len(sets.taxonomy), members, started)
+    return _registered(config, version, scores, table, len(sets.taxonomy), members, started)
 
 
 def registered_with(client: MlflowClient, name: str, fingerprint: str) -> ModelVersion | None:
@@ -257,6 +319,7 @@ def _registered(
     config: JobrecConfig,
     version: str,
     scores: dict[str, TitleScore],
+    table: str,
     taxonomy: int,
     members: int,
     started: float,
@@ -271,10 +334,11 @@ def _registered(
     )
     report = Path(table_path(config, "reports", "titles")) / "TITLES.md"
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(f"# Title normalisation\n\n{format_scores(scores)}\n", encoding="utf-8")
+    report.write_text(f"# Title normalisation\n\n{table}\n", encoding="utf-8")
     return TitleTraining(
         version=version,
         scores=scores,
+        table=table,
         taxonomy=taxonomy,
         members=members,
         seconds=time.perf_counter() - started,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from jobrec_core.titles.sets import ExtraWords, Labelled, TitleSets, with_typos
+from jobrec_core.titles.sets import ExtraWords, TitleSets, with_typos
 from jobrec_scoring.titles import EncoderSpec, TitleEncoder, TitleNormaliser, char_ids
 
 log = logging.getLogger(__name__)
@@ -179,15 +179,6 @@ def contrastive_loss(
     return positive_loss.mean() + negative_weight * negative_loss.mean()
 
 
-def accuracy(normaliser: TitleNormaliser, items: tuple[Labelled, ...]) -> float:
-    """Share of `items` whose nearest taxonomy title is of their occupation."""
-    if not items:
-        return float("nan")
-    best, _ = normaliser.nearest([item.text for item in items])
-    found = normaliser.occupations[best]
-    return float(np.mean([f == item.occupation for f, item in zip(found, items, strict=True)]))
-
-
 def train_encoder(
     sets: TitleSets,
     spec: EncoderSpec,
@@ -195,8 +186,10 @@ def train_encoder(
     on_progress: Callable[[int, float, float, TitleEncoder], None] | None = None,
 ) -> TitleNormaliser:
     """Train an encoder for `settings.steps` steps of Adam (the learning rate decays linearly
-    to a tenth) and return it with its taxonomy's vectors. `on_progress(step, mean loss,
-    seconds, encoder)` is called every `settings.log_every` steps."""
+    to a tenth) and return it with the vectors of the titles it knows: the taxonomy's, then
+    the training variants and real titles (`TitleSets.augmented`), with seed 001's lookup.
+    `on_progress(step, mean loss, seconds, encoder)` is called every `settings.log_every`
+    steps."""
     torch.manual_seed(settings.seed)
     encoder = TitleEncoder(spec)
     optimiser = torch.optim.Adam(encoder.parameters(), lr=settings.learning_rate)
@@ -227,4 +220,7 @@ def train_encoder(
             encoder.train()  # the callback may have embedded titles in eval mode
             running = 0.0
     taxonomy = list(sets.taxonomy)
-    return TitleNormaliser.of(encoder, [t.text for t in taxonomy], [t.occupation for t in taxonomy])
+    known = [(item.text, code) for code, items in sets.augmented.items() for item in items]
+    return TitleNormaliser.of(
+        encoder, [t.text for t in taxonomy], [t.occupation for t in taxonomy], known
+    )

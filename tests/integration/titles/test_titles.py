@@ -28,11 +28,13 @@ def test_the_normaliser_is_scored_registered_and_champion(tiny, tiny_titles):
     trained, _ = tiny_titles
     assert set(trained.scores) == set(TEST_SETS)
     assert all(
-        s.size > 0 and 0 <= s.model <= 1 and 0 <= s.baseline <= 1 for s in trained.scores.values()
+        s.size > 0 and all(0 <= x <= 1 for x in (s.model, s.nearest, s.baseline))
+        for s in trained.scores.values()
     )
     assert trained.scores["extra_words"].baseline == 1.0  # seed 001: by construction
     text = trained.report.read_text()
-    assert "Typos" in text and "n-gram (jobrec)" in text and "Siamese BiLSTM" in text
+    assert "Typos" in text and "n-gram (jobrec)" in text and "seed 001's lookup" in text
+    assert trained.table in text and "The chosen lookup, on the validation sets" in text
     champion = registry_client(config).get_model_version_by_alias(
         config.titles.model_name, config.mlflow.champion_alias
     )

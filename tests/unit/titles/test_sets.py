@@ -1,17 +1,24 @@
-"""The title normaliser's data: typos, induced synonyms, the trigram baseline, the sets."""
+"""The title normaliser's data: typos, induced synonyms, the trigram baseline, the sets and
+their validation split."""
 
 from __future__ import annotations
 
 import random
 
 import numpy as np
+import pytest
 
-from jobrec_core.titles.ngram import TrigramMatcher, trigrams
+from jobrec_core.taxonomy.onet import load_catalogue
+from jobrec_core.taxonomy.real_ads import real_ad_titles
+from jobrec_core.taxonomy.titles import split_titles
 from jobrec_core.titles.sets import (
+    RealAd,
+    build_title_sets,
     composition_variants,
     induced_synonyms,
     with_typos,
 )
+from jobrec_scoring.trigrams import TrigramMatcher, trigrams
 
 
 def test_typos_edit_five_percent_of_the_characters_and_at_least_one():
@@ -51,3 +58,33 @@ def test_the_trigram_matcher_ignores_extra_words_and_can_exclude_labels():
     assert found.tolist() == [0, 1, 2]
     labels = np.array(["dev", "rn", "rn", "rn"], dtype=object)  # taxonomy, then the query
     assert matcher.nearest(["registered nurse"], excluded=labels).tolist() == [0]
+
+
+@pytest.fixture(scope="module")
+def title_sets(config):
+    catalogue = load_catalogue(config.data.reference_dir)
+    titles = real_ad_titles(config.data.reference_dir)
+    split = split_titles(catalogue, titles, config.titles.split_seed)
+    s = config.titles
+    return build_title_sets(
+        split.normaliser,
+        catalogue,
+        [RealAd(title, "", "") for title in titles],
+        seed=s.split_seed,
+        max_chars=s.max_chars,
+        typo_share=s.test_typo_share,
+        composition_test_share=s.composition_test_share,
+        extra_words_test_share=s.extra_words_test_share,
+        synonym_support=s.synonym_support,
+        validation_share=s.validation_share,
+    )
+
+
+def test_validation_titles_are_neither_tested_trained_nor_known(title_sets):
+    tested = {i.text for items in title_sets.tests.values() for i in items}
+    trained = {a.text for items in title_sets.augmented.values() for a in items}
+    validation = {i.text for items in title_sets.validation.values() for i in items}
+    assert all(title_sets.validation[name] for name in ("typos", "composition", "extra_words"))
+    assert not validation & tested and not validation & trained
+    assert not validation & {t.text for t in title_sets.taxonomy}
+    assert not tested & trained

@@ -17,6 +17,7 @@ from jobrec_core.titles.training import (
 )
 from jobrec_scoring.titles import (
     EncoderSpec,
+    Lookup,
     TitleEncoder,
     TitleNormaliser,
     canonical,
@@ -60,6 +61,7 @@ def small_sets() -> TitleSets:
         augmented={"15-1252.00": (Anchored("senior java developer", "java developer"),)},
         extra_words=ExtraWords(("enterprise",), ("| housing",), ("london",), ("platform",)),
         tests={"annotations": (Labelled("senior java developer", "15-1252.00"),)},
+        validation={"typos": (Labelled("registred nurse", "29-1141.00"),)},
         confusable={"15-1252.00": ("47-2111.00",), "35-2014.00": ("29-1141.00",)},
     )
 
@@ -126,6 +128,14 @@ def test_a_trained_normaliser_names_occupations_and_survives_saving():
     buffer.seek(0)
     again = TitleNormaliser.load(buffer)
     assert again.normalise(["Registered Nurse", "", "JAVA programmer"]).equals(found)
+
+
+def test_the_normaliser_knows_the_training_titles_after_the_taxonomy():
+    normaliser = train_encoder(small_sets(), SPEC, settings(steps=5), None)
+    assert normaliser.titles[-1] == "senior java developer"
+    assert normaliser.taxonomy_size == len(normaliser.titles) - 1
+    paper = normaliser.taxonomy_only()
+    assert "senior java developer" not in paper.titles and paper.lookup == Lookup()
 
 
 def test_training_is_reproducible():

@@ -1,10 +1,14 @@
-"""Seed 001's baseline: the character-trigram matcher (its §4.1, after Daelemans et al.).
+"""Character trigrams of titles: seed 001's baseline matcher (its §4.1, after Daelemans et
+al.), and the trigram cosine the title normaliser may mix into its own score
+(`jobrec_scoring.titles.Lookup`).
 
 A title Q is matched to the taxonomy title C that maximises `sim(Q, C) = M - match(Q, C)`
 with `match = |T_Q ⊖ T_C| - |T_Q ∩ T_C|` over the two sets of character trigrams. For one Q,
 `M` and `|T_Q|` are constants, so the best C maximises `3 |T_Q ∩ T_C| - |T_C|`: extra words
 in Q cost nothing, which is why it is the paper's reference for the Extra words test. All
 titles are compared at once as sparse binary matrices, one product per block of queries.
+scipy is the one import beyond numpy, pandas and torch that the scoring package allows: the
+registered normaliser pins it (`models.registry.scoring_requirements`).
 """
 
 from __future__ import annotations
@@ -27,9 +31,9 @@ class TrigramMatcher:
         for text in taxonomy:
             for gram in trigrams(text):
                 self.vocabulary.setdefault(gram, len(self.vocabulary))
-        matrix = self._matrix(taxonomy)
-        self.sizes = np.asarray(matrix.sum(axis=1), dtype=np.float32).ravel()
-        self.transposed = matrix.T.tocsc()
+        self.rows = self._matrix(taxonomy)
+        self.sizes = np.asarray(self.rows.sum(axis=1), dtype=np.float32).ravel()
+        self.transposed = self.rows.T.tocsc()
 
     def _matrix(self, texts: list[str]) -> sparse.csr_matrix:
         rows: list[int] = []
@@ -57,3 +61,17 @@ class TrigramMatcher:
                 scores[own[:, None] == excluded[None, : len(self.sizes)]] = -np.inf
             best[start : start + block] = scores.argmax(axis=1)
         return best
+
+    def pair_cosine(self, queries: list[str], titles: np.ndarray) -> np.ndarray:
+        """`|T_Q ∩ T_C| / sqrt(|T_Q| |T_C|)` of each query and each of its taxonomy titles
+        (`titles`: one row of title indices per query), in `titles`' shape; a query with no
+        known trigram scores 0."""
+        matrix = self._matrix(queries)
+        query_sizes = np.asarray(matrix.sum(axis=1), dtype=np.float32).ravel()
+        per_query = titles.shape[1]
+        queries_again = matrix[np.repeat(np.arange(len(queries)), per_query)]
+        shared = np.asarray(queries_again.multiply(self.rows[titles.ravel()]).sum(axis=1))
+        sizes = np.repeat(np.maximum(query_sizes, 1.0), per_query) * np.maximum(
+            self.sizes[titles.ravel()], 1.0
+        )
+        return (shared.ravel() / np.sqrt(sizes)).reshape(titles.shape).astype(np.float32)

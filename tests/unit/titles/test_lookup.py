@@ -1,0 +1,54 @@
+"""The title normaliser's lookup: the vote of the nearest known titles, the trigram cosine,
+and the choice on validation titles."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from jobrec_core.titles.lookup import choose_lookup, lookup_candidates
+from jobrec_core.titles.sets import Labelled
+from jobrec_scoring.titles import EncoderSpec, Lookup, TitleEncoder, TitleNormaliser, vote
+from jobrec_scoring.trigrams import TrigramMatcher
+
+# Known titles 0-1 belong to occupation 0, 2-4 to occupation 1.
+OWNERS = np.array([[0, 0, 1, 1, 1]])
+SCORES = np.array([[0.90, 0.10, 0.85, 0.84, 0.83]])
+
+
+def test_the_nearest_title_wins_at_temperature_zero():
+    assert vote(SCORES, OWNERS, Lookup(neighbours=5, temperature=0.0)).tolist() == [0]
+
+
+def test_several_close_titles_of_one_occupation_outvote_the_nearest():
+    # occupation 1's three titles just below the nearest weigh more than it alone
+    assert vote(SCORES, OWNERS, Lookup(neighbours=5, temperature=0.1)).tolist() == [2]
+    # cold enough, the nearest is worth more than the three together
+    assert vote(SCORES, OWNERS, Lookup(neighbours=5, temperature=0.01)).tolist() == [0]
+    # only the two nearest vote: one title each, the nearer wins
+    assert vote(SCORES, OWNERS, Lookup(neighbours=2, temperature=0.1)).tolist() == [0]
+
+
+def test_the_trigram_cosine_is_one_for_the_same_title_and_zero_for_nothing_shared():
+    matcher = TrigramMatcher(["cook", "registered nurse", "line cook"])
+    found = matcher.pair_cosine(["cook", "zzz", ""], np.array([[0, 1], [0, 2], [1, 2]]))
+    assert found.shape == (3, 2)
+    assert found[0, 0] == pytest.approx(1.0) and found[0, 1] == 0.0
+    assert (found[1] == 0).all() and (found[2] == 0).all()
+    # "cook" has 4 trigrams with its padding, "line cook" 9; they share all 4 of the first
+    assert matcher.pair_cosine(["cook"], np.array([[2]]))[0, 0] == pytest.approx(4 / 6)
+
+
+def test_the_best_lookup_on_validation_is_chosen_and_ties_go_to_the_first():
+    candidates = lookup_candidates(10, [0.0, 0.5], [0.0, 0.05])
+    assert candidates[0] == Lookup(0.0, 1, 0.0) and candidates[1] == Lookup(0.0, 10, 0.05)
+    spec = EncoderSpec(layers=1, hidden=4, char_dim=4, output_dim=4, dropout=0.0, max_chars=40)
+    normaliser = TitleNormaliser.of(
+        TitleEncoder(spec), ["cook", "line cook", "registered nurse"], ["c", "c", "n"]
+    )
+    validation = {"typos": (Labelled("registred nurse", "n"), Labelled("lne cook", "c"))}
+    chosen, scores = choose_lookup(normaliser, validation, candidates)
+    best = max(score.mean for score in scores)
+    assert chosen == next(s.lookup for s in scores if s.mean == best)
+    # half the score from trigrams spells both typos back: a weight of 0.5 scores 1.0
+    assert {s.lookup.trigram_weight for s in scores if s.mean == 1.0} >= {0.5}
