@@ -15,6 +15,7 @@ test sets take no part in it. Pure numpy over a trained normaliser; no Spark, no
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,7 +63,7 @@ def accuracies(
 
 def choose_lookup(
     normaliser: TitleNormaliser,
-    validation: dict[str, tuple[Labelled, ...]],
+    validation: Mapping[str, tuple[Labelled, ...]],
     candidates: list[Lookup],
 ) -> tuple[Lookup, list[LookupScore]]:
     """The candidate with the best mean validation accuracy (see the module), and every
