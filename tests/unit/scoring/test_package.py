@@ -7,7 +7,7 @@ from pathlib import Path
 
 import jobrec_scoring
 
-ALLOWED = {"numpy", "pandas", "torch", "mlflow", "jobrec_scoring"}
+ALLOWED = {"numpy", "pandas", "scipy", "torch", "mlflow", "jobrec_scoring"}
 
 
 def imported_packages(source: Path) -> set[str]:
