@@ -50,9 +50,29 @@ def input_columns(model: Drmm) -> list[str]:
 @torch.inference_mode()
 def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
     """Scores of stored-shape rows (see the module), in their order. The list columns are
-    decoded as they are (`inputs.pad_queries`), not copied into bytes first."""
+    decoded as they are (`inputs.pad_queries`), not copied into bytes first.
+
+    Rows are scored query by query (rows with the same `query_idf`), so nothing is padded: a
+    batch of many queries would otherwise pad every row to its longest query (a batch's
+    histograms grew 3-4 times), and a row's score would depend, in its last bits, on the
+    other queries it was batched with. Here it depends on its own query's rows alone, as
+    when one request is scored."""
     columns = {c: np.asarray(frame[c]) for c in input_columns(model)}
-    gate, mask = query_gate(columns, model.spec, model.query_vectors)
     if model.training:
         model.eval()
-    return model.score(document_inputs(columns, "", model.spec, gate, mask)).numpy()
+    _, query = np.unique(_query_keys(columns["query_idf"]), return_inverse=True)
+    scores = np.zeros(len(frame), dtype=np.float32)
+    order = np.argsort(query, kind="stable")
+    for rows in np.split(order, np.flatnonzero(np.diff(query[order])) + 1) if len(order) else []:
+        group = {name: values[rows] for name, values in columns.items()}
+        gate, mask = query_gate(group, model.spec, model.query_vectors)
+        scores[rows] = model.score(document_inputs(group, "", model.spec, gate, mask)).numpy()
+    return scores
+
+
+def _query_keys(idf: np.ndarray) -> np.ndarray:
+    """Each row's query as bytes (its IDFs): rows of one query share the key."""
+    return np.array(
+        [v if isinstance(v, bytes) else np.asarray(v, dtype=np.float32).tobytes() for v in idf],
+        dtype=object,
+    )
