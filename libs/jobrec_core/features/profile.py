@@ -48,7 +48,7 @@ from jobrec_core.platform.spark import map_groups_in_pandas
 
 CO_INTEREST_SCHEMA = "job_id INT, neighbours ARRAY<INT>, counts ARRAY<INT>, interested INT"
 PROFILE_ROLE = "_profile_role"  # "own" rows carry the candidate's own jobs into the group
-_GRAPH_COLUMNS = ("neighbours", "counts", "interested")
+GRAPH_COLUMNS = ("neighbours", "counts", "interested")
 
 
 # --- the interest graph -----------------------------------------------------------------------
@@ -315,7 +315,50 @@ def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.Data
         parts.append(pool.assign(**profile_features(group, vocabulary)))
     if not parts:
         return frame.iloc[:0].assign(**{name: [] for name in PROFILE_FEATURES})
-    return pd.concat(parts).drop(columns=[PROFILE_ROLE, *_GRAPH_COLUMNS])
+    # `infer_objects`: the own rows' nulls made the pool's numbers objects, and they left
+    return pd.concat(parts).drop(columns=[PROFILE_ROLE, *GRAPH_COLUMNS]).infer_objects()
+
+
+def profile_rows(
+    pool: DataFrame, tokens: DataFrame, graph: DataFrame, carried: Iterable[str] = ()
+) -> DataFrame:
+    """Pool rows -> the rows :func:`add_profile_features` reads: the pool rows and, for each
+    candidate, a row per own job (its text from `tokens`), all with their graph row from
+    `graph` (a :func:`co_interest_table`) and their :data:`PROFILE_ROLE`. An own row has the
+    candidate's `carried` columns (what the candidate's rows share, such as its query) and
+    nulls in the pool's other columns."""
+    own = (
+        pool.select("candidate_id", *carried, "own_job_ids")
+        .dropDuplicates(["candidate_id"])
+        .select(
+            "candidate_id",
+            *carried,
+            F.explode(F.array_distinct("own_job_ids")).alias("job_id"),
+        )
+        .join(tokens, "job_id")
+        .join(graph, "job_id", "left")
+        .withColumn(PROFILE_ROLE, F.lit("own"))
+    )
+    return (
+        pool.join(graph, "job_id", "left")
+        .withColumn(PROFILE_ROLE, F.lit("pool"))
+        .unionByName(own, allowMissingColumns=True)
+    )
+
+
+def profile_rows_of(
+    pool: pd.DataFrame, tokens: pd.DataFrame, graph: pd.DataFrame, carried: Iterable[str] = ()
+) -> pd.DataFrame:
+    """:func:`profile_rows` on pandas, for a request: `tokens` and `graph` hold (at least)
+    the rows of the pool's and the candidates' own jobs."""
+    own = pool.drop_duplicates("candidate_id")[["candidate_id", *carried, "own_job_ids"]]
+    own = own.explode("own_job_ids").dropna(subset=["own_job_ids"])
+    own = own.astype({"own_job_ids": "int64"}).drop_duplicates(["candidate_id", "own_job_ids"])
+    own_rows = own.rename(columns={"own_job_ids": "job_id"}).merge(tokens, on="job_id")
+    return pd.concat(
+        [pool.assign(**{PROFILE_ROLE: "pool"}), own_rows.assign(**{PROFILE_ROLE: "own"})],
+        ignore_index=True,
+    ).merge(graph, on="job_id", how="left")
 
 
 def with_profile_features(
@@ -327,21 +370,8 @@ def with_profile_features(
 ) -> DataFrame:
     """Pool rows (`candidate_id, job_id, doc_tokens, own_job_ids, sequence_job_ids`, any
     others) -> the same rows with :data:`PROFILE_FEATURES`. Each candidate's own jobs join
-    its pool rows in one group (their text from `tokens`, their graph rows from `graph`, a
-    :func:`co_interest_table`), so nothing per candidate is repeated on every pool row."""
-    own = (
-        pool.select("candidate_id", "own_job_ids")
-        .dropDuplicates(["candidate_id"])
-        .select("candidate_id", F.explode(F.array_distinct("own_job_ids")).alias("job_id"))
-        .join(tokens, "job_id")
-        .join(graph, "job_id", "left")
-        .withColumn(PROFILE_ROLE, F.lit("own"))
-    )
-    both = (
-        pool.join(graph, "job_id", "left")
-        .withColumn(PROFILE_ROLE, F.lit("pool"))
-        .unionByName(own, allowMissingColumns=True)
-    )
+    its pool rows in one group (:func:`profile_rows`), so nothing per candidate is repeated
+    on every pool row."""
     columns = [*pool.columns, *PROFILE_FEATURES]
     schema = ", ".join(
         [*(f"`{f.name}` {f.dataType.simpleString()}" for f in pool.schema.fields), PROFILE_COLUMNS]
@@ -351,7 +381,7 @@ def with_profile_features(
         vocabulary = idf_vocabulary(vectors_file, words_and_idf)
         return add_profile_features(rows, vocabulary)[columns]
 
-    return map_groups_in_pandas(both, ["candidate_id"], run, schema)
+    return map_groups_in_pandas(profile_rows(pool, tokens, graph), ["candidate_id"], run, schema)
 
 
 # --- vectors for dense retrieval --------------------------------------------------------------

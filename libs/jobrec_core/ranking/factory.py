@@ -41,6 +41,7 @@ from jobrec_core.ranking.pipeline import (
     Pipeline,
     PoolRetriever,
     ProfileFeatures,
+    ProfileRows,
     Reranker,
     RetrievalSink,
     Step,
@@ -255,11 +256,15 @@ def featured_pool(
     """The pool of `retriever` (default `retrieval.retriever`) with the text and the
     features every re-ranker reads."""
     first = retriever_step(config, inputs, sink, retriever)
-    profile = ProfileFeatures(
-        inputs.tokens, inputs.graph, inputs.vectors_file, inputs.words_and_idf
-    )
+    profile = ProfileFeatures(inputs.vectors_file, inputs.words_and_idf)
     features = DrmmFeatures(inputs.vectors_file, inputs.words_and_idf, config.histograms.bins)
-    return first >> DocumentText(inputs.tokens) >> profile >> features
+    return (
+        first
+        >> DocumentText(inputs.tokens)
+        >> ProfileRows(inputs.tokens, inputs.graph)
+        >> profile
+        >> features
+    )
 
 
 def rerank_pipeline(

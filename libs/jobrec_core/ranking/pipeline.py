@@ -38,16 +38,19 @@ from pyspark.sql import functions as F
 from jobrec_core.config import RetrievalConfig
 from jobrec_core.features.matching import (
     FEATURE_COLUMNS,
+    PROFILE_FEATURES,
     WordsAndIdf,
     add_features,
     idf_vocabulary,
 )
 from jobrec_core.features.profile import (
+    GRAPH_COLUMNS,
     PROFILE_ROLE,
     QUERY_VECTOR,
     add_profile_features,
+    profile_rows,
+    profile_rows_of,
     query_vector_frame,
-    with_profile_features,
     with_query_vectors,
 )
 from jobrec_core.platform.spark import map_groups_in_pandas
@@ -121,9 +124,73 @@ class Pipeline(Step):
         return frame
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
-        for step in self.steps:
+        for step in self.spark_steps:
             frame = step.transform_spark(frame)
         return frame
+
+    @property
+    def spark_steps(self) -> list[Step]:
+        """What `transform_spark` runs: the steps, each run of query steps fused."""
+        return _fused(self.steps)
+
+
+class QueryStep(Step):
+    """A step whose pandas form needs all the rows of each query it is given, and nothing
+    else: no table to look up, no search. In Spark, consecutive query steps run as one
+    grouped pass (:class:`PerQuery`), so that what one adds and a later one reads (the
+    matching histograms, about 100 jobs x query terms x bins a query) stays in the Python
+    worker instead of crossing to the JVM and back between steps."""
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        """The output's DDL fields (`` `name` type``) given the input's, in order."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class PerQuery(Step):
+    """Query steps run one after the other on each batch of whole queries (grouped by
+    `QUERY_KEYS`, `platform.spark.map_groups_in_pandas`): their pandas forms, unchanged."""
+
+    steps: tuple[QueryStep, ...]
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        for step in self.steps:
+            frame = step.transform(frame)
+        return frame
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        fields = _fields(frame)
+        for step in self.steps:
+            fields = step.spark_fields(fields)
+        columns = [f.split("`")[1] for f in fields]
+
+        arrays = [c for c in QUERY_KEYS[1:] if c in columns]
+
+        def run(rows: pd.DataFrame) -> pd.DataFrame:
+            done = self.transform(rows)
+            # Arrow takes the query's arrays back as lists.
+            return done.assign(**{c: [list(t) for t in done[c]] for c in arrays})[columns]
+
+        return map_groups_in_pandas(frame, list(QUERY_KEYS), run, ", ".join(fields))
+
+
+QUERY_KEYS = ("candidate_id", "query_terms", "query_job_share")  # what a query's rows share
+
+
+def _fused(steps: Sequence[Step]) -> list[Step]:
+    """`steps` with each run of two or more consecutive query steps made one :class:`PerQuery`
+    (a lone query step keeps its own Spark form, which may be cheaper than a grouping)."""
+    out: list[Step] = []
+    run: list[QueryStep] = []
+    for step in [*steps, None]:
+        if isinstance(step, QueryStep):
+            run.append(step)
+            continue
+        out += [PerQuery(tuple(run))] if len(run) > 1 else run
+        run = []
+        if step is not None:
+            out.append(step)
+    return out
 
 
 # --- retrieval --------------------------------------------------------------------------------
@@ -434,44 +501,51 @@ class DocumentText(Step):
 
 
 @dataclass(frozen=True)
-class ProfileFeatures(Step):
-    """Adds the candidate-profile features, `profile_tfidf`, `profile_w2v` and `co_interest`
-    (`features.profile`): each pool job against the candidate's own jobs' text (`tokens`)
-    and through the interest graph (`graph`, `features.profile.co_interest_table`)."""
+class ProfileRows(Step):
+    """Adds what :class:`ProfileFeatures` reads (`features.profile.profile_rows`): each pool
+    row's graph row from `graph` (`features.profile.co_interest_table`), and a row per own job
+    of the candidate, with its text from `tokens` and the candidate's query."""
 
     tokens: JobTable
     graph: JobTable
-    vectors_file: str
-    words_and_idf: WordsAndIdf
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        own = frame.drop_duplicates("candidate_id")[["candidate_id", "own_job_ids"]].explode(
-            "own_job_ids"
+        own = [int(j) for ids in frame["own_job_ids"] if ids is not None for j in ids]
+        wanted = [*own, *frame["job_id"].astype(int).tolist()]
+        return profile_rows_of(
+            frame, job_rows(self.tokens, wanted), job_rows(self.graph, wanted), QUERY_KEYS[1:]
         )
-        own = own.dropna().astype({"own_job_ids": "int64"}).drop_duplicates()
-        wanted = [*own["own_job_ids"].tolist(), *frame["job_id"].astype(int).tolist()]
-        graph = job_rows(self.graph, wanted)
-        texts = job_rows(self.tokens, wanted)
-        own_rows = own.rename(columns={"own_job_ids": "job_id"}).merge(texts, on="job_id")
-        both = pd.concat(
-            [frame.assign(**{PROFILE_ROLE: "pool"}), own_rows.assign(**{PROFILE_ROLE: "own"})],
-            ignore_index=True,
-        ).merge(graph, on="job_id", how="left")
-        vocabulary = idf_vocabulary(self.vectors_file, self.words_and_idf)
-        return add_profile_features(both, vocabulary).reset_index(drop=True)
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
-        return with_profile_features(
-            frame,
-            spark_table(self.tokens),
-            spark_table(self.graph),
-            self.vectors_file,
-            self.words_and_idf,
+        return profile_rows(
+            frame, spark_table(self.tokens), spark_table(self.graph), QUERY_KEYS[1:]
         )
 
 
 @dataclass(frozen=True)
-class DrmmFeatures(Step):
+class ProfileFeatures(QueryStep):
+    """Adds the candidate-profile features, `profile_tfidf`, `profile_w2v` and `co_interest`
+    (`features.profile`): each pool job against the candidate's own jobs' text and through
+    the interest graph, from the rows :class:`ProfileRows` added, which then leave."""
+
+    vectors_file: str
+    words_and_idf: WordsAndIdf
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        vocabulary = idf_vocabulary(self.vectors_file, self.words_and_idf)
+        return add_profile_features(frame, vocabulary).reset_index(drop=True)
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        return PerQuery((self,)).transform_spark(frame)
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        gone = {PROFILE_ROLE, *GRAPH_COLUMNS}
+        kept = [f for f in fields if f.split("`")[1] not in gone]
+        return [*kept, *(f"`{name}` FLOAT" for name in PROFILE_FEATURES)]
+
+
+@dataclass(frozen=True)
+class DrmmFeatures(QueryStep):
     """Adds DRMM's inputs: `query_idf`, `doc_len`, `hist`, `unigrams`, `bigrams`
     (`features.matching`, the code that built the training data)."""
 
@@ -484,30 +558,32 @@ class DrmmFeatures(Step):
         return add_features(frame, vocabulary, self.bins)
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
-        schema = f"{_ddl(frame)}, {FEATURE_COLUMNS}"
-        columns = [*frame.columns, *(c.split(" ")[0] for c in FEATURE_COLUMNS.split(", "))]
-        keys = ["candidate_id", "query_terms", "query_job_share"]
+        return PerQuery((self,)).transform_spark(frame)
 
-        def run(rows: pd.DataFrame) -> pd.DataFrame:
-            featured = self.transform(rows)
-            return featured.assign(
-                query_terms=[list(t) for t in featured["query_terms"]],
-                query_job_share=[list(t) for t in featured["query_job_share"]],
-            )[columns]
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        return [*fields, *(f"`{c.split(' ')[0]}` {c.split(' ', 1)[1]}" for c in _FEATURE_FIELDS)]
 
-        return map_groups_in_pandas(frame, keys, run, schema)
+
+_FEATURE_FIELDS = FEATURE_COLUMNS.split(", ")
 
 
 @dataclass(frozen=True)
-class ScoreColumns(Step):
+class ScoreColumns(QueryStep):
     """Adds `score_<name>` for each scorer, in one pass over the rows (several re-rankers
     side by side, as the evaluation compares them); with `keep`, only those columns and the
     scores leave the step (the features are large, the scores small). A scorer mixed with
-    BM25 (`scorers.Bm25Mix`) is scored row by row like the others, then mixed per query: in
-    Spark by windows over the candidate, as no batch of rows is sure to hold whole queries."""
+    BM25 (`scorers.Bm25Mix`) is scored row by row like the others, then mixed per query:
+    alone in Spark by windows over the candidate, as no batch of rows is sure to hold whole
+    queries; after the features, in their grouped pass (:class:`PerQuery`)."""
 
     scorers: Sequence[Scorer]
     keep: Sequence[str] | None = None
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        if self.keep is not None:
+            named = {f.split("`")[1]: f for f in fields}
+            fields = [named[name] for name in self.keep]
+        return [*fields, *(f"`{score_column(s)}` DOUBLE" for s in self.scorers)]
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         scored = frame[list(self.keep)].copy() if self.keep is not None else frame.copy()
@@ -560,10 +636,15 @@ def _zscore(column: Column) -> Column:
 
 
 @dataclass(frozen=True)
-class Reranker(Step):
-    """`score` := the scorer's score, and `rank` by it (ties: the lower job id)."""
+class Reranker(QueryStep):
+    """`score` := the scorer's score, and `rank` by it (ties: the lower job id). Alone in
+    Spark, the scores come row by row and the ranks from a window over the candidate; after
+    the features, both run in their grouped pass (:class:`PerQuery`)."""
 
     scorer: Scorer
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        return fields  # `score` and `rank` replaced in place
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         scored = ScoreColumns([self.scorer]).transform(frame).reset_index(drop=True)
@@ -581,10 +662,13 @@ class Reranker(Step):
 
 
 @dataclass(frozen=True)
-class Cutoff(Step):
+class Cutoff(QueryStep):
     """The top `k` rows of each candidate by `rank`."""
 
     k: int
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        return fields
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         return frame[frame["rank"] <= self.k].sort_values(["candidate_id", "rank"])
@@ -593,5 +677,9 @@ class Cutoff(Step):
         return frame.where(F.col("rank") <= self.k)
 
 
+def _fields(frame: DataFrame) -> list[str]:
+    return [f"`{f.name}` {f.dataType.simpleString()}" for f in frame.schema.fields]
+
+
 def _ddl(frame: DataFrame) -> str:
-    return ", ".join(f"`{f.name}` {f.dataType.simpleString()}" for f in frame.schema.fields)
+    return ", ".join(_fields(frame))

@@ -9,6 +9,7 @@ import pytest
 from jobrec_core.ranking.pipeline import (
     Cutoff,
     DocumentText,
+    PerQuery,
     Pipeline,
     Reranker,
     ScoreColumns,
@@ -111,3 +112,38 @@ def test_a_step_on_an_in_memory_table_serves_requests_and_refuses_spark():
     assert texts.set_index("job_id")["doc_tokens"].to_dict() == {20: ["a"], 40: ["b", "c"]}
     with pytest.raises(TypeError, match="no Spark form"):
         spark_table(step.tokens)
+
+
+def test_consecutive_query_steps_run_as_one_grouped_pass_in_spark():
+    """Spark runs each run of query steps as one `PerQuery` pass: the histograms never leave
+    Python between the features and the scores. A lone query step keeps its own form."""
+    tokens = pd.DataFrame({"job_id": [1], "doc_tokens": [["a"]]})
+    rerank = Reranker(JobIdScorer())
+    pipeline = DocumentText(tokens) >> rerank % 3 >> DocumentText(tokens) >> Cutoff(2)
+    steps = pipeline.spark_steps
+    assert [type(s).__name__ for s in steps] == [
+        "DocumentText",
+        "PerQuery",
+        "DocumentText",
+        "Cutoff",
+    ]
+    assert isinstance(steps[1], PerQuery) and steps[1].steps == (rerank, Cutoff(3))
+    # the pandas form is the steps' own, in order
+    top = steps[1].transform(retrieved())
+    pd.testing.assert_frame_equal(top, (rerank % 3).transform(retrieved()))
+
+
+def test_query_steps_say_which_columns_leave_them():
+    fields = ["`candidate_id` bigint", "`job_id` int", "`score` double", "`rank` int"]
+    assert Reranker(JobIdScorer()).spark_fields(fields) == fields
+    assert Cutoff(10).spark_fields(fields) == fields
+    kept = ScoreColumns([Bm25Scorer(), JobIdScorer()], keep=["job_id", "candidate_id"])
+    assert kept.spark_fields(fields) == [
+        "`job_id` int",
+        "`candidate_id` bigint",
+        f"`{score_column(Bm25Scorer())}` DOUBLE",
+        f"`{score_column(JobIdScorer())}` DOUBLE",
+    ]
+    # and the pandas form gives those columns, in that order
+    scored = kept.transform(retrieved())
+    assert list(scored.columns) == [f.split("`")[1] for f in kept.spark_fields(fields)]

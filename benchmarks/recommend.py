@@ -1,0 +1,172 @@
+"""Batch recommendations: each part of `jobs/recommend.py`'s pipeline timed on its own, next to
+the same pipeline run whole as the job runs it.
+
+    .venv/bin/python benchmarks/recommend.py --preset demo
+    .venv/bin/python benchmarks/recommend.py --preset demo --candidates 2000
+
+Needs a built store of the preset (`jobrec demo`): its cleaned candidates, the index behind
+the alias and the registry's champion. The pipeline is `ranking.factory.rerank_pipeline`, the
+champion's (`retrieval.retriever`'s pool, the jobs' text, the candidate-profile features, the
+matching histograms, the DRMM scores, the top `evaluation.k`), on the first `--candidates`
+cleaned candidates by id.
+
+- baseline: BM25 alone, the product's floor: the paper's query, its top `evaluation.k`
+  written, no features and no model (`Bm25Retriever >> Reranker(Bm25Scorer) % k`);
+- baseline: step by step, the champion's pipeline with each step in its own Spark form, as
+  the job ran it before the query steps were fused: the matching histograms written out by
+  one grouped pass and read back by the scoring's, the ranks from a window;
+- subject: the champion's whole pipeline in one Spark plan (`Pipeline.spark_steps`: the
+  features, the scores and the cut-off in one grouped pass per batch of queries), then the
+  write of the top k to a Delta table, as `serving.stage.run_recommend` runs it (the
+  retrieval's results kept in memory instead of the stage's resumable Delta table);
+- parts: the subject's steps one at a time, each step's output persisted on disk and counted
+  before the next starts (the previous one then dropped), so that each figure is that
+  step's own; their sum is above the subject's wall time, since each output is written and
+  scanned again.
+
+Every run searches afresh: the searches kept in memory by one run are dropped before the
+next (`spark.catalog.clearCache`). The top k of the subject and of the step-by-step baseline
+are compared: the same jobs in the same ranks, and the largest score difference.
+
+Issue 21's figure, 15 candidates/s, was measured at an earlier commit (docs/BENCHMARKS.md,
+"Recommendations for every demo candidate"); the script prints it as a recorded figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from jobrec_core.config import load_config
+from jobrec_core.models.registry import load_champion
+from jobrec_core.platform.spark import arrow_batch, get_spark
+from jobrec_core.platform.tables import read_delta, table_path, write_delta
+from jobrec_core.ranking.factory import (
+    queries_of,
+    ranking_inputs,
+    rerank_pipeline,
+    retriever_step,
+)
+from jobrec_core.ranking.pipeline import PerQuery, Reranker, Step
+from jobrec_core.ranking.scorers import Bm25Scorer, drmm_scorer
+from jobrec_core.search.local_node import LocalElasticsearch
+
+REPO = Path(__file__).resolve().parents[1]
+RECORDED_BASELINE = (
+    15.0  # candidates/s, docs/BENCHMARKS.md "Recommendations for every demo candidate"
+)
+
+
+def materialised(frame: DataFrame) -> tuple[DataFrame, float]:
+    """`frame` persisted on disk and counted, and the seconds that took."""
+    started = time.perf_counter()
+    frame = frame.persist(StorageLevel.DISK_ONLY)
+    frame.count()
+    return frame, time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--preset", default="demo")
+    parser.add_argument("--candidates", type=int, default=None, help="default: every one")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    args = parser.parse_args()
+    config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
+    LocalElasticsearch(config.elasticsearch.local).start()
+    spark = get_spark(config)
+    champion = load_champion(config)
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    if args.candidates is not None:
+        candidates = candidates.orderBy("candidate_id").limit(args.candidates)
+    inputs = ranking_inputs(spark, config)
+    queries, _ = materialised(queries_of(config, inputs, candidates))
+    count = queries.count()
+    scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
+    pipeline = rerank_pipeline(config, inputs, scorer)
+    print(
+        f"recommendations on {args.preset!r}: {count:,} candidates, {inputs.index}, champion "
+        f"DRMM {champion.version}, retriever {config.retrieval.retriever}, top "
+        f"{config.evaluation.k}, {spark.sparkContext.defaultParallelism} cores"
+    )
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        arrow_batch(spark, config.histograms.map_queries_per_batch),
+    ):
+
+        def timed_write(ranked: DataFrame, name: str) -> float:
+            started = time.perf_counter()
+            write_delta(ranked, str(Path(folder) / name))
+            seconds = time.perf_counter() - started
+            spark.catalog.clearCache()  # the next run searches again
+            queries.persist(StorageLevel.DISK_ONLY).count()
+            return seconds
+
+        bm25_alone = (
+            retriever_step(config, inputs, retriever="bm25")
+            >> Reranker(Bm25Scorer()) % config.evaluation.k
+        )
+        baseline = timed_write(bm25_alone.transform_spark(queries), "bm25")
+        frame = queries
+        for step in pipeline.steps:
+            frame = step.transform_spark(frame)
+        step_by_step = timed_write(frame, "steps")
+        whole = timed_write(pipeline.transform_spark(queries), "whole")
+
+        parts: list[tuple[str, float]] = []
+        frame = queries
+        for step in pipeline.spark_steps:
+            previous = frame
+            frame, seconds = materialised(step.transform_spark(frame))
+            parts.append((part_name(step), seconds))
+            if previous is not queries:
+                previous.unpersist()
+        started = time.perf_counter()
+        write_delta(frame, str(Path(folder) / "parts"))
+        parts.append(("write (Delta)", time.perf_counter() - started))
+        top = ["candidate_id", "rank", "job_id"]
+        subject = read_delta(spark, str(Path(folder) / "whole"))
+        rows = subject.count()
+        parts_differing = subject.exceptAll(read_delta(spark, str(Path(folder) / "parts"))).count()
+        steps = read_delta(spark, str(Path(folder) / "steps"))
+        lists_differing = subject.select(*top).exceptAll(steps.select(*top)).count()
+        largest = (
+            subject.alias("a")
+            .join(steps.alias("b"), top)
+            .agg(F.max(F.abs(F.col("a.score") - F.col("b.score"))))
+            .collect()[0][0]
+        )
+    width = 44
+    print(f"  {'part':<{width}}{'seconds':>10}{'candidates/s':>16}")
+    for name, seconds in parts:
+        print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
+    print(f"  {'sum of the parts':<{width}}{sum(s for _, s in parts):>10.1f}")
+    for name, seconds in [
+        ("baseline: BM25 alone, top k", baseline),
+        ("baseline: step by step", step_by_step),
+        ("subject: whole, as the job runs it", whole),
+    ]:
+        print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
+    recorded = count / whole / RECORDED_BASELINE
+    print(
+        f"  subject {step_by_step / whole:.2f}x step by step, {recorded:.1f}x issue 21's "
+        f"recorded {RECORDED_BASELINE:.0f} candidates/s (earlier commit); {rows:,} rows; top "
+        f"{config.evaluation.k} rows differing from step by step's: {lists_differing}, largest "
+        f"score difference {largest:.2g}; parts {'equal' if parts_differing == 0 else 'DIFFERENT'}"
+    )
+    return 0 if lists_differing == 0 else 1
+
+
+def part_name(step: Step) -> str:
+    if isinstance(step, PerQuery):
+        return f"PerQuery({', '.join(type(s).__name__ for s in step.steps)})"
+    return type(step).__name__
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
