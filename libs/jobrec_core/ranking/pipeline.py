@@ -14,7 +14,9 @@ replaces `score` and `rank`, a cut-off keeps the top k.
 **Two engines, one code path.** Each step has `transform(pandas.DataFrame)`, for one request
 or one batch, and `transform_spark(DataFrame)`, for millions of candidates. The Spark form runs
 the pandas form inside `mapInPandas`; a step that needs every row of a query at once (the
-features: one matrix product per query) gets them through `platform.spark.map_groups_in_pandas`.
+features: one matrix product per query) is a :class:`QueryStep`, and gets them through
+`platform.spark.map_groups_in_pandas`. Consecutive query steps (features, scores, cut-off)
+run in one such pass (:class:`PerQuery`), so the matching histograms never leave Python.
 The tables of jobs the steps look rows up in (texts, the interest graph) are a :data:`JobTable`:
 Spark DataFrames for a batch, or pandas frames held in memory by the online endpoint
 (`serving.online`), whose requests then never start a Spark job.
