@@ -22,7 +22,10 @@ cleaned candidates by id.
 - parts: the subject's steps one at a time, each step's output persisted on disk and counted
   before the next starts (the previous one then dropped), so that each figure is that
   step's own; their sum is above the subject's wall time, since each output is written and
-  scanned again.
+  scanned again;
+- inside the fused pass: its steps' pandas forms one after the other on the driver, one
+  thread, on the first `--inside` candidates' rows as the pass receives them (features and
+  scores, which Spark runs together, apart).
 
 Every run searches afresh: the searches kept in memory by one run are dropped before the
 next (`spark.catalog.clearCache`). The top k of the subject and of the step-by-step baseline
@@ -35,10 +38,15 @@ Issue 21's figure, 15 candidates/s, was measured at an earlier commit (docs/BENC
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the driver's own timings: one thread,
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # as each of Spark's Python workers runs
 from pathlib import Path
 
+import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -75,6 +83,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--preset", default="demo")
     parser.add_argument("--candidates", type=int, default=None, help="default: every one")
+    parser.add_argument("--inside", type=int, default=100, help="candidates timed in the pass")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
@@ -121,6 +130,9 @@ def main() -> int:
         parts: list[tuple[str, float]] = []
         frame = queries
         for step in pipeline.spark_steps:
+            if isinstance(step, PerQuery):
+                first = queries.select("candidate_id").orderBy("candidate_id").limit(args.inside)
+                sample, fused = pd.DataFrame(frame.join(first, "candidate_id").toPandas()), step
             previous = frame
             frame, seconds = materialised(step.transform_spark(frame))
             parts.append((part_name(step), seconds))
@@ -141,7 +153,7 @@ def main() -> int:
             .agg(F.max(F.abs(F.col("a.score") - F.col("b.score"))))
             .collect()[0][0]
         )
-    width = 44
+    width = 60
     print(f"  {'part':<{width}}{'seconds':>10}{'candidates/s':>16}")
     for name, seconds in parts:
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
@@ -152,6 +164,14 @@ def main() -> int:
         ("subject: whole, as the job runs it", whole),
     ]:
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
+    inside = sample["candidate_id"].nunique()
+    fused.transform(sample[sample["candidate_id"] == sample["candidate_id"].iloc[0]])  # loads
+    print(f"  inside the fused pass, one thread, {inside} candidates, ms a candidate:")
+    for step in fused.steps:
+        started = time.perf_counter()
+        sample = step.transform(sample)
+        each = (time.perf_counter() - started) * 1e3 / inside
+        print(f"    {type(step).__name__:<{width - 4}}{each:>10.2f}")
     recorded = count / whole / RECORDED_BASELINE
     print(
         f"  subject {step_by_step / whole:.2f}x step by step, {recorded:.1f}x issue 21's "
