@@ -60,10 +60,9 @@ def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
     columns = {c: np.asarray(frame[c]) for c in input_columns(model)}
     if model.training:
         model.eval()
-    _, query = np.unique(_query_keys(columns["query_idf"]), return_inverse=True)
+    queries = pd.Series(_query_keys(columns["query_idf"]))
     scores = np.zeros(len(frame), dtype=np.float32)
-    order = np.argsort(query, kind="stable")
-    for rows in np.split(order, np.flatnonzero(np.diff(query[order])) + 1) if len(order) else []:
+    for rows in queries.groupby(queries, sort=False).indices.values():
         group = {name: values[rows] for name, values in columns.items()}
         gate, mask = query_gate(group, model.spec, model.query_vectors)
         scores[rows] = model.score(document_inputs(group, "", model.spec, gate, mask)).numpy()

@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from jobrec_core.config import RetrievalConfig
 from jobrec_core.features.matching import (
     FEATURE_COLUMNS,
-    PROFILE_FEATURES,
+    PROFILE_COLUMNS,
     WordsAndIdf,
     add_features,
     idf_vocabulary,
@@ -156,15 +156,13 @@ class PerQuery(Step):
     steps: tuple[QueryStep, ...]
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        for step in self.steps:
-            frame = step.transform(frame)
-        return frame
+        return Pipeline(self.steps).transform(frame)
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         fields = _fields(frame)
         for step in self.steps:
             fields = step.spark_fields(fields)
-        columns = [f.split("`")[1] for f in fields]
+        columns = [field_name(f) for f in fields]
 
         arrays = [c for c in QUERY_KEYS[1:] if c in columns]
 
@@ -542,8 +540,7 @@ class ProfileFeatures(QueryStep):
 
     def spark_fields(self, fields: list[str]) -> list[str]:
         gone = {PROFILE_ROLE, *GRAPH_COLUMNS}
-        kept = [f for f in fields if f.split("`")[1] not in gone]
-        return [*kept, *(f"`{name}` FLOAT" for name in PROFILE_FEATURES)]
+        return [*(f for f in fields if field_name(f) not in gone), *_quoted(PROFILE_COLUMNS)]
 
 
 @dataclass(frozen=True)
@@ -563,10 +560,7 @@ class DrmmFeatures(QueryStep):
         return PerQuery((self,)).transform_spark(frame)
 
     def spark_fields(self, fields: list[str]) -> list[str]:
-        return [*fields, *(f"`{c.split(' ')[0]}` {c.split(' ', 1)[1]}" for c in _FEATURE_FIELDS)]
-
-
-_FEATURE_FIELDS = FEATURE_COLUMNS.split(", ")
+        return [*fields, *_quoted(FEATURE_COLUMNS)]
 
 
 @dataclass(frozen=True)
@@ -583,7 +577,7 @@ class ScoreColumns(QueryStep):
 
     def spark_fields(self, fields: list[str]) -> list[str]:
         if self.keep is not None:
-            named = {f.split("`")[1]: f for f in fields}
+            named = {field_name(f): f for f in fields}
             fields = [named[name] for name in self.keep]
         return [*fields, *(f"`{score_column(s)}` DOUBLE" for s in self.scorers)]
 
@@ -681,6 +675,17 @@ class Cutoff(QueryStep):
 
 def _fields(frame: DataFrame) -> list[str]:
     return [f"`{f.name}` {f.dataType.simpleString()}" for f in frame.schema.fields]
+
+
+def _quoted(ddl: str) -> list[str]:
+    """A DDL of plain columns (`name TYPE, ...`, as `features.matching` writes them) as
+    fields (`` `name` TYPE``)."""
+    return [f"`{name}` {kind}" for name, kind in (c.split(" ", 1) for c in ddl.split(", "))]
+
+
+def field_name(field: str) -> str:
+    """A field's name (`` `name` type`` -> name)."""
+    return field.split("`")[1]
 
 
 def _ddl(frame: DataFrame) -> str:

@@ -14,6 +14,7 @@ from jobrec_core.ranking.pipeline import (
     Reranker,
     ScoreColumns,
     _ranked_hits,
+    field_name,
     spark_table,
 )
 from jobrec_core.ranking.scorers import Bm25Scorer, score_column
@@ -146,4 +147,4 @@ def test_query_steps_say_which_columns_leave_them():
     ]
     # and the pandas form gives those columns, in that order
     scored = kept.transform(retrieved())
-    assert list(scored.columns) == [f.split("`")[1] for f in kept.spark_fields(fields)]
+    assert list(scored.columns) == [field_name(f) for f in kept.spark_fields(fields)]
