@@ -60,9 +60,14 @@ def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
     columns = {c: np.asarray(frame[c]) for c in input_columns(model)}
     if model.training:
         model.eval()
-    queries = pd.Series(_query_keys(columns["query_idf"]))
+    keys = _query_keys(columns["query_idf"])
+    if len(keys) and (keys == keys[0]).all():  # one query, as in a request: no grouping
+        groups = [np.arange(len(keys))]
+    else:
+        queries = pd.Series(keys)
+        groups = list(queries.groupby(queries, sort=False).indices.values())
     scores = np.zeros(len(frame), dtype=np.float32)
-    for rows in queries.groupby(queries, sort=False).indices.values():
+    for rows in groups:
         group = {name: values[rows] for name, values in columns.items()}
         gate, mask = query_gate(group, model.spec, model.query_vectors)
         scores[rows] = model.score(document_inputs(group, "", model.spec, gate, mask)).numpy()

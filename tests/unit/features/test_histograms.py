@@ -92,6 +92,12 @@ def test_empty_documents_and_queries():
     assert no_terms.shape == (1, 0, 5)
 
 
+def test_bins_must_fit_the_compiled_table():
+    vectors = np.eye(3, dtype=np.float32)
+    with pytest.raises(ValueError, match="1 to 255 bins"):
+        histogram_counts(vectors, np.arange(3), vectors, np.arange(3), np.array([3]), 256)
+
+
 def test_variants_are_derived_from_counts():
     counts = np.array([[[0, 2, 1]], [[4, 0, 0]]])
     lengths = np.array([3, 4])

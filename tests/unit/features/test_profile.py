@@ -146,3 +146,93 @@ def test_dense_vectors_give_profile_w2v_as_their_cosine():
     # the query does not depend on the order of the candidate's jobs
     np.testing.assert_allclose(profile_vector(vocabulary, own[::-1]), query, atol=1e-6)
     assert not profile_vector(vocabulary, []).any()
+
+
+def dense_text_reference(vocabulary: Vocabulary, own: list[np.ndarray], pool: list[np.ndarray]):
+    """The text features from their definitions, one dense vector per text over the whole
+    vocabulary: what the compiled sparse rows must equal."""
+
+    def unit_tfidf(text: np.ndarray) -> np.ndarray:
+        row = np.zeros(len(vocabulary.words))
+        words, counts = np.unique(vocabulary.ids(text), return_counts=True)
+        known = words >= 0  # a word outside the vocabulary has no IDF: weight 0
+        row[words[known]] = (1 + np.log(counts[known])) * vocabulary.idf[words[known]]
+        norm = np.linalg.norm(row)
+        return row / norm if norm else row
+
+    own_rows = np.array([unit_tfidf(t) for t in own])
+    pool_rows = np.array([unit_tfidf(t) for t in pool])
+    cosines = own_rows @ own_rows.T
+    np.fill_diagonal(cosines, 0.0)
+    weights = (
+        np.clip(cosines.sum(axis=1) / (len(own) - 1), COHERENCE_FLOOR, None) ** 2
+        if len(own) > 1
+        else np.ones(len(own))
+    )
+    profile = weights @ own_rows / weights.sum()
+    vectors = vocabulary.vectors.astype(np.float64)
+    centroids, centroid = pool_rows @ vectors, profile @ vectors
+    norms = np.linalg.norm(centroids, axis=1) * np.linalg.norm(centroid)
+    return pool_rows @ profile, centroids @ centroid / np.maximum(norms, 1e-12), weights
+
+
+def test_text_similarities_equal_their_dense_definition():
+    rng = np.random.default_rng(8)
+    words = np.array([f"w{i:02d}" for i in range(40)])
+    vectors = rng.normal(size=(40, 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    vocabulary = Vocabulary(words, vectors, rng.uniform(0.5, 6, 40).astype(np.float32))
+    known = [*words[rng.integers(0, 40, 5)]]
+
+    def text(length: int) -> np.ndarray:  # repeated words, and a word outside the vocabulary
+        return np.array([*rng.choice([*known, *words], length), *(["unseen"] * (length % 3))])
+
+    for own_count in (1, 2, 5):
+        own = [text(n) for n in rng.integers(1, 30, own_count)]
+        pool = [text(n) for n in rng.integers(0, 30, 12)]
+        for got, expected in zip(
+            text_similarities(vocabulary, own, pool),
+            dense_text_reference(vocabulary, own, pool),
+            strict=True,
+        ):
+            np.testing.assert_allclose(got, expected, rtol=1e-6, atol=1e-7)
+        _, w2v, _ = text_similarities(vocabulary, own, pool)
+        cosines = document_vectors(vocabulary, pool) @ profile_vector(vocabulary, own)
+        np.testing.assert_allclose(cosines, w2v, atol=1e-5)
+
+
+def test_co_interest_equals_the_dense_graph_walk():
+    """`co_interest_scores` visits only the graph's links; the definition subtracts the
+    candidate's row from a dense matrix of all links, then walks: the same scores."""
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        jobs = 30
+        links = rng.integers(0, 3, (jobs, jobs)) * (rng.random((jobs, jobs)) < 0.2)
+        np.fill_diagonal(links, 0)
+        links = links + links.T
+        own = rng.choice(jobs, rng.integers(1, 5), replace=False)
+        pool = rng.choice(jobs, rng.integers(1, 20), replace=False)
+        sequence = np.unique([*own[: rng.integers(0, len(own) + 1)], *rng.choice(jobs, 3)])
+        interested = rng.integers(0, 6, len(pool))
+        weights = rng.uniform(0.1, 1, len(own))
+
+        found = [np.flatnonzero(links[job]) for job in range(jobs)]
+        got = co_interest_scores(
+            [found[j] for j in own],
+            [links[j, found[j]] for j in own],
+            [found[j] for j in pool],
+            [links[j, found[j]] for j in pool],
+            interested,
+            own,
+            pool,
+            sequence,
+            weights,
+        )
+        row = np.zeros(jobs, dtype=bool)
+        row[sequence] = True
+        without = links - np.outer(row, row)  # the row shared each pair of its jobs once
+        np.fill_diagonal(without, 0)
+        reach = np.clip(weights @ without[own], 0, None)
+        walks = np.clip(without[pool], 0, None) @ reach
+        expected = walks / np.maximum(interested - row[pool], 1) / weights.sum()
+        np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-6)
