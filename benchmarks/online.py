@@ -19,6 +19,10 @@ Spark's cores) for the same champion and the same candidates (--batch-candidates
 extended, to spread the batch's fixed costs over more), from the queries to the collected top
 10 with titles, without the Delta writes; its wall time divided by the candidates is what a
 candidate costs in a batch. The two paths' top 10 are compared candidate by candidate.
+
+Then the same requests go once more through the recommender in this process, without HTTP,
+each step of its pipeline timed on its own (`TimedStep`): which step a served request's
+features and scoring spend their time in.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import http.client
 import json
 import threading
 import time
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +44,7 @@ from jobrec_core.models.registry import load_champion
 from jobrec_core.platform.spark import get_spark
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.pipeline import Pipeline, Step
 from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.search.local_node import LocalElasticsearch
 from jobrec_core.serving.endpoint import serve
@@ -46,6 +52,20 @@ from jobrec_core.serving.online import PARTS
 from jobrec_core.serving.stage import online_recommender
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class TimedStep(Step):
+    """A served pipeline's step, with each call's wall time (ms) kept in `times`."""
+
+    step: Step
+    times: list[float] = field(default_factory=list)
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        started = time.perf_counter()
+        result = self.step.transform(frame)
+        self.times.append((time.perf_counter() - started) * 1e3)
+        return result
 
 
 def main() -> None:
@@ -113,6 +133,11 @@ def main() -> None:
     server.shutdown()
     server.server_close()
 
+    timed = [TimedStep(step) for step in recommender.pipeline.steps]
+    in_process = replace(recommender, pipeline=Pipeline(tuple(timed)))
+    for body in bodies:
+        in_process.recommend(in_process.parse(body))
+
     inputs = ranking_inputs(spark, config)
     champion = load_champion(config)
     scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
@@ -155,6 +180,10 @@ def main() -> None:
     print(
         f"same top {config.evaluation.k} online and in the batch: {same}/{len(online)} candidates"
     )
+    print("each step of the same requests, in this process (no HTTP):")
+    for step in timed:
+        p50, p95 = np.percentile(step.times, [50, 95])
+        print(f"  {type(step.step).__name__:<42}{p50:>9.1f}{p95:>9.1f}{np.mean(step.times):>9.1f}")
 
 
 if __name__ == "__main__":
