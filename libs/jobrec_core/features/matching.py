@@ -157,7 +157,7 @@ def document_features(
         parts = counts.reshape(count, 2, *counts.shape[1:])
         lead_hist = list(parts[:, 0].astype(np.int16).reshape(flat))
         counts = parts.sum(axis=1)
-    unigrams, bigrams = shared_words(query.ids, everything, lengths)
+    unigrams, bigrams = shared_words(query.ids, distinct, lengths, word_of=word_of)
     return {
         "doc_len": lengths.tolist(),
         "hist": list(counts.astype(np.int16).reshape(flat)),

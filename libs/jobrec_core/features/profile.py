@@ -186,6 +186,11 @@ class TfidfRows:
     def count(self) -> int:
         return self.starts.size - 1
 
+    @property
+    def entry_rows(self) -> np.ndarray:
+        """Each entry's row."""
+        return np.repeat(np.arange(self.count), np.diff(self.starts))
+
     def rows(self, first: int, last: int) -> TfidfRows:
         """Rows `first:last`, over the same columns."""
         entries = slice(self.starts[first], self.starts[last])
@@ -290,9 +295,8 @@ def profile_of(own: TfidfRows) -> tuple[np.ndarray, np.ndarray]:
     """(the own jobs' :func:`coherence_weights`, the profile: their rows' mean weighted by
     them, dense over the columns; zeros without own jobs)."""
     weights = coherence_weights(own)
-    rows = np.repeat(np.arange(own.count), np.diff(own.starts))
     profile = np.bincount(
-        own.words, weights=own.values * weights[rows], minlength=own.distinct.size
+        own.words, weights=own.values * weights[own.entry_rows], minlength=own.distinct.size
     ).astype(np.float64)
     return weights, profile / weights.sum() if weights.sum() else profile
 
@@ -361,8 +365,9 @@ def text_similarities(
     texts = tfidf_rows(vocabulary, [*own_texts, *pool_texts])
     own_weights, profile = profile_of(texts.rows(0, len(own_texts)))
     pool = texts.rows(len(own_texts), texts.count)
-    pool_rows = np.repeat(np.arange(pool.count), np.diff(pool.starts))
-    tfidf = np.bincount(pool_rows, weights=pool.values * profile[pool.words], minlength=pool.count)
+    tfidf = np.bincount(
+        pool.entry_rows, weights=pool.values * profile[pool.words], minlength=pool.count
+    )
     centroid = weighted_centroids(vocabulary, TfidfRows.dense(profile, texts.distinct))[0]
     centroids = weighted_centroids(vocabulary, pool)
     w2v = (
