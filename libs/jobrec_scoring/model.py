@@ -57,7 +57,9 @@ def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
     histograms grew 3-4 times), and a row's score would depend, in its last bits, on the
     other queries it was batched with. Here it depends on its own query's rows alone, as
     when one request is scored."""
-    columns = {c: np.asarray(frame[c]) for c in input_columns(model)}
+    # `to_numpy`, not `np.asarray`: numpy's probes for array interfaces go through pandas'
+    # slow attribute lookup, two per column
+    columns = {c: frame[c].to_numpy() for c in input_columns(model)}
     if model.training:
         model.eval()
     keys = _query_keys(columns["query_idf"])
@@ -75,8 +77,12 @@ def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
 
 
 def _query_keys(idf: np.ndarray) -> np.ndarray:
-    """Each row's query as bytes (its IDFs): rows of one query share the key."""
-    return np.array(
-        [v if isinstance(v, bytes) else np.asarray(v, dtype=np.float32).tobytes() for v in idf],
-        dtype=object,
-    )
+    """Each row's query as bytes (its IDFs): rows of one query share the key. A request's
+    rows hold one array, the same object in every row: one key for all."""
+    if len(idf) and all(v is idf[0] for v in idf):
+        return np.full(len(idf), _key(idf[0]), dtype=object)
+    return np.array([_key(v) for v in idf], dtype=object)
+
+
+def _key(idf: Any) -> bytes:
+    return idf if isinstance(idf, bytes) else np.asarray(idf, dtype=np.float32).tobytes()

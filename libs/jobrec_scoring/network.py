@@ -187,7 +187,7 @@ class Drmm(nn.Module):
         packed = not hist.is_cuda if self.pack_terms is None else self.pack_terms
         # One query's documents (a request, or `score_frame`'s groups) have no padding at all:
         # their terms are a view, not a copy.
-        packed = packed and not bool(mask.all())
+        packed = packed and not _all_true(mask)
         terms = hist[mask] if packed else hist.reshape(-1, hist.shape[-1])
         if self.kernels is not None:
             document = self._knrm(terms, mask, packed)
@@ -254,6 +254,12 @@ class Drmm(nn.Module):
             else:
                 np.tanh(values, out=values)
         return torch.from_numpy(np.ascontiguousarray(values.T))
+
+
+def _all_true(mask: torch.Tensor) -> bool:
+    """`mask.all()`, through numpy on a CPU: torch's reduction costs about 50 us a call there,
+    a tenth of a 100-job request's scoring."""
+    return bool(mask.numpy().all() if mask.device.type == "cpu" else mask.all())
 
 
 def histogram_width(spec: DrmmSpec) -> int:

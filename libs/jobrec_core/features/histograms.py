@@ -54,7 +54,9 @@ def histogram_counts(
         raise ValueError(f"histograms need 1 to 255 bins, not {bins}")
     if documents == 0 or terms == 0:
         return np.zeros((documents, terms, bins + 1), dtype=np.int32)
-    cosines = query_vectors @ doc_vectors.T  # (terms, all document terms): one BLAS product
+    # (all document terms, terms): one BLAS product, a word's cosines side by side for
+    # `_count_bins` to read and write in order
+    cosines = doc_vectors @ query_vectors.T
     word = np.arange(len(doc_ids)) if word_of is None else word_of
     return _count_bins(
         np.ascontiguousarray(cosines, dtype=np.float32),
@@ -80,19 +82,23 @@ def _count_bins(
     about a third of its words), each adding its occurrences to one counter per query term.
     In numpy the same counting needs a sort for the (document, word) pairs, a gather of their
     bins and a scatter-add: 1.4 ms of a 100-job request, against about 0.45 here."""
-    terms, words = cosines.shape
+    words, terms = cosines.shape
     # float32 arithmetic, as numpy's `((cos + 1) * (bins / 2)).astype(int32)`: truncation is
     # the floor since cos >= -1 up to rounding, clipped to the last similarity bin; the
     # exact-match bin is decided by the term, not by the cosine. One byte a bin (bins < 256,
-    # checked by the caller) keeps the table in cache; written term by term, read word by word.
+    # checked by the caller) keeps the table in cache. A word's cosines are read and its
+    # slots written in order, which the compiler vectorises: 0.09 ms for a request's 4,000
+    # words and 52 terms, against 0.21 with the cosines stored term by term.
     one = np.float32(1.0)
     half = np.float32(bins / 2.0)
     slot_of = np.empty((words, terms), dtype=np.uint8)
-    for term in range(terms):
-        query_id = query_ids[term]
-        for w in range(words):
-            slot = min(max(int((cosines[term, w] + one) * half), 0), bins - 1)
-            slot_of[w, term] = bins if word_ids[w] == query_id else slot
+    for w in range(words):
+        word_id = word_ids[w]
+        similarities = cosines[w]
+        slots = slot_of[w]
+        for term in range(terms):
+            slot = min(max(int((similarities[term] + one) * half), 0), bins - 1)
+            slots[term] = bins if query_ids[term] == word_id else slot
     counts = np.zeros((doc_lengths.size, terms, bins + 1), dtype=np.int32)
     occurrences = np.zeros(words, dtype=np.int32)  # in the current document; zero between
     seen = np.empty(max(1, doc_lengths.max()), dtype=np.int64)

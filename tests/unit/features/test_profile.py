@@ -236,3 +236,25 @@ def test_co_interest_equals_the_dense_graph_walk():
         walks = np.clip(without[pool], 0, None) @ reach
         expected = walks / np.maximum(interested - row[pool], 1) / weights.sum()
         np.testing.assert_allclose(got, expected.astype(np.float32), rtol=1e-6)
+
+
+def test_a_repeated_link_counts_as_one_link_of_the_summed_candidates():
+    """A pool job's neighbour listed twice is one link: its counts are summed before the
+    candidate's own row is taken off, as the graph table would hold it."""
+
+    def scores(pool_neighbours: list[np.ndarray], pool_counts: list[np.ndarray]) -> np.ndarray:
+        return co_interest_scores(
+            [np.array([2, 3])],
+            [np.array([2, 1])],
+            pool_neighbours,
+            pool_counts,
+            np.array([3, 1]),
+            np.array([1]),
+            np.array([7, 8]),
+            np.array([1, 2, 7]),
+        )
+
+    repeated = scores([np.array([2, 2, 3]), np.array([3])], [np.array([1, 2, 1]), np.array([1])])
+    summed = scores([np.array([2, 3]), np.array([3])], [np.array([3, 1]), np.array([1])])
+    np.testing.assert_array_equal(repeated, summed)
+    assert repeated[0] > 0
