@@ -418,7 +418,7 @@ def text_similarities(
 # --- per candidate ----------------------------------------------------------------------------
 
 
-def _arrays(values: pd.Series, dtype: type) -> list[np.ndarray]:
+def _arrays(values: Iterable[object], dtype: type) -> list[np.ndarray]:
     """Array cells as numpy arrays; a missing cell (a job outside the graph: null in Spark,
     NaN after a pandas merge) as an empty one."""
     return [
@@ -430,32 +430,38 @@ def _arrays(values: pd.Series, dtype: type) -> list[np.ndarray]:
 def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, np.ndarray]:
     """One candidate's rows: its pool (`_profile_role` "pool") and its own jobs ("own"),
     each with `job_id`, `doc_tokens` (or their ids, `doc_ids`) and the job's interest-graph
-    row -> the three features of each pool row, in the pool rows' order."""
-    own = group[group[PROFILE_ROLE] == "own"]
-    pool = group[group[PROFILE_ROLE] == "pool"]
+    row -> the three features of each pool row, in the pool rows' order. The two kinds of
+    rows are told apart in the columns' arrays, not as two frames."""
+    role = group[PROFILE_ROLE].to_numpy()
+    own, pool = role == "own", role == "pool"
     column = document_column(group)
     kind = np.int64 if column == DOC_IDS else object
+    texts = group[column].to_numpy()
     tfidf, w2v, own_weights = text_similarities(
-        vocabulary, _arrays(own[column], kind), _arrays(pool[column], kind)
+        vocabulary, _arrays(texts[own], kind), _arrays(texts[pool], kind)
     )
-    sequence = pool["sequence_job_ids"].iat[0] if len(pool) else None
+    neighbours, counts = group["neighbours"].to_numpy(), group["counts"].to_numpy()
+    jobs = group["job_id"].to_numpy(dtype=np.int64)
+    sequences = group["sequence_job_ids"].to_numpy()[pool]
+    sequence = sequences[0] if len(sequences) else None
     co_interest = co_interest_scores(
-        _arrays(own["neighbours"], np.int64),
-        _arrays(own["counts"], np.int64),
-        _arrays(pool["neighbours"], np.int64),
-        _arrays(pool["counts"], np.int64),
-        pool["interested"].fillna(0).to_numpy(dtype=np.int64),
-        own["job_id"].to_numpy(dtype=np.int64),
-        pool["job_id"].to_numpy(dtype=np.int64),
+        _arrays(neighbours[own], np.int64),
+        _arrays(counts[own], np.int64),
+        _arrays(neighbours[pool], np.int64),
+        _arrays(counts[pool], np.int64),
+        group["interested"].fillna(0).to_numpy(dtype=np.int64)[pool],
+        jobs[own],
+        jobs[pool],
         np.asarray(sequence if sequence is not None else [], dtype=np.int64),
         own_weights,
     )
+    occupations = _occupations(group)
     return {
         "profile_tfidf": tfidf,
         "profile_w2v": w2v,
         "co_interest": co_interest,
         "occupation_agreement": occupation_agreement(
-            _occupations(own), own_weights, _occupations(pool)
+            occupations[own], own_weights, occupations[pool]
         ),
     }
 
@@ -469,15 +475,25 @@ def _occupations(rows: pd.DataFrame) -> np.ndarray:
 
 def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
     """Rows of any number of candidates (pool and own rows, see :func:`profile_features`)
-    -> their pool rows with the features, the own rows and the graph's columns dropped."""
-    parts = []
-    for _, group in frame.groupby("candidate_id", sort=False):
-        pool = group[group[PROFILE_ROLE] == "pool"]
-        parts.append(pool.assign(**profile_features(group, vocabulary)))
-    if not parts:
-        return frame.iloc[:0].assign(**{name: [] for name in PROFILE_FEATURES})
+    -> their pool rows with the features, candidate by candidate, the own rows and the
+    graph's columns dropped. The features are computed per candidate and the frame is
+    sliced once at the end (a request's one candidate is not split off at all)."""
+    is_pool = frame[PROFILE_ROLE].to_numpy() == "pool"
+    groups = sorted(frame.groupby("candidate_id", sort=False).indices.values(), key=min)
+    features = [
+        profile_features(frame if len(rows) == len(frame) else frame.take(rows), vocabulary)
+        for rows in groups
+    ]
+    pool_rows = [rows[is_pool[rows]] for rows in groups]
+    columns = {
+        name: np.concatenate([f[name] for f in features]).astype(np.float32, copy=False)
+        if features
+        else np.zeros(0, dtype=np.float32)
+        for name in PROFILE_FEATURES
+    }
+    kept = frame.take(np.concatenate(pool_rows) if groups else np.zeros(0, dtype=np.int64))
     # `infer_objects`: the own rows' nulls made the pool's numbers objects, and they left
-    return pd.concat(parts).drop(columns=[PROFILE_ROLE, *GRAPH_COLUMNS]).infer_objects()
+    return kept.drop(columns=[PROFILE_ROLE, *GRAPH_COLUMNS]).infer_objects().assign(**columns)
 
 
 def profile_rows(
@@ -511,15 +527,38 @@ def profile_rows_of(
     pool: pd.DataFrame, tokens: pd.DataFrame, graph: pd.DataFrame, carried: Iterable[str] = ()
 ) -> pd.DataFrame:
     """:func:`profile_rows` on pandas, for a request: `tokens` and `graph` hold (at least)
-    the rows of the pool's and the candidates' own jobs."""
-    own = pool.drop_duplicates("candidate_id")[["candidate_id", *carried, "own_job_ids"]]
-    own = own.explode("own_job_ids").dropna(subset=["own_job_ids"])
-    own = own.astype({"own_job_ids": "int64"}).drop_duplicates(["candidate_id", "own_job_ids"])
-    own_rows = own.rename(columns={"own_job_ids": "job_id"}).merge(tokens, on="job_id")
-    return pd.concat(
-        [pool.assign(**{PROFILE_ROLE: "pool"}), own_rows.assign(**{PROFILE_ROLE: "own"})],
-        ignore_index=True,
-    ).merge(graph, on="job_id", how="left")
+    the rows of the pool's and the candidates' own jobs, one row per job. The own rows are
+    built from each candidate's list, the tables looked up by job id and the two kinds of
+    rows joined once, with no explode or merge: those cost about 5 ms of a 100-job request."""
+    heads = pool.drop_duplicates("candidate_id")
+    with_text = set(tokens["job_id"].tolist())
+    own_jobs = [
+        [j for j in _distinct_jobs(jobs) if j in with_text] for jobs in heads["own_job_ids"]
+    ]
+    counts = [len(jobs) for jobs in own_jobs]
+    job_ids = np.array([j for jobs in own_jobs for j in jobs], dtype=np.int64)
+    own = {
+        column: np.repeat(heads[column].to_numpy(), counts) for column in ("candidate_id", *carried)
+    }
+    own_rows = pd.DataFrame(
+        {**own, "job_id": job_ids, **_rows_of(tokens, job_ids), PROFILE_ROLE: "own"}
+    )
+    rows = pd.concat([pool.assign(**{PROFILE_ROLE: "pool"}), own_rows], ignore_index=True)
+    return rows.assign(**_rows_of(graph, rows["job_id"].to_numpy()))
+
+
+def _distinct_jobs(jobs: object) -> list[int]:
+    """A candidate's own job ids, each once, in their order; none for a missing list."""
+    if not isinstance(jobs, (list, tuple, np.ndarray)):
+        return []
+    return list(dict.fromkeys(int(j) for j in jobs if not pd.isna(j)))
+
+
+def _rows_of(table: pd.DataFrame, job_ids: np.ndarray) -> dict[str, np.ndarray]:
+    """`table`'s columns but `job_id` for each of `job_ids`, in their order, as a left merge
+    gives them (missing values where a job has no row)."""
+    found = table.set_index("job_id").reindex(job_ids)
+    return {column: found[column].to_numpy() for column in found.columns}
 
 
 def with_profile_features(

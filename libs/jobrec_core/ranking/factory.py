@@ -45,6 +45,7 @@ from jobrec_core.ranking.pipeline import (
     Reranker,
     RetrievalSink,
     Step,
+    by_job_id,
     keep_in_memory,
 )
 from jobrec_core.ranking.scorers import UNTRAINED, Scorer
@@ -114,12 +115,13 @@ def in_memory(inputs: RankingInputs) -> InMemoryInputs:
     included)."""
     words_and_idf = inputs.words_and_idf.value
     tokens = pd.DataFrame(inputs.tokens.toPandas())
+    vocabulary = idf_vocabulary(inputs.vectors_file, words_and_idf)
     return InMemoryInputs(
         embeddings_version=inputs.embeddings_version,
         vectors_file=inputs.vectors_file,
         words_and_idf=words_and_idf,
-        tokens=with_word_ids(tokens, idf_vocabulary(inputs.vectors_file, words_and_idf)),
-        graph=pd.DataFrame(inputs.graph.toPandas()),
+        tokens=by_job_id(with_word_ids(tokens, vocabulary)),
+        graph=by_job_id(pd.DataFrame(inputs.graph.toPandas())),
         connection=inputs.connection,
         index=inputs.index,
     )

@@ -85,8 +85,25 @@ def job_rows(table: JobTable, job_ids: Iterable[int]) -> pd.DataFrame:
     table is, else one small Spark query."""
     wanted = sorted({int(j) for j in job_ids})
     if isinstance(table, pd.DataFrame):
-        return table[table["job_id"].isin(wanted)]
+        if table.index.name == "job_id":  # `by_job_id`: a hash lookup per wanted job
+            positions = table.index.get_indexer(np.asarray(wanted, dtype=np.int64))
+            found = table.take(np.sort(positions[positions >= 0]))
+        else:  # a scan of the whole table
+            found = table[table["job_id"].isin(wanted)]
+        return found.reset_index(drop=True)
     return table.where(F.col("job_id").isin(wanted)).toPandas()
+
+
+def by_job_id(table: pd.DataFrame) -> pd.DataFrame:
+    """An in-memory :data:`JobTable` indexed by its (distinct) `job_id`, which stays a column
+    too: :func:`job_rows` then finds a request's 100 jobs among the demo's 30,000 in 0.1 ms
+    instead of scanning them all (0.5 ms a table)."""
+    # int64 whatever the column's type (Spark's INT is int32): a lookup would otherwise cast
+    # the whole index on every call
+    indexed = table.set_index(pd.Index(table["job_id"].to_numpy(np.int64), name="job_id"))
+    if not indexed.index.is_unique:
+        raise ValueError("a job table holds one row per job_id")
+    return indexed
 
 
 def spark_table(table: JobTable) -> DataFrame:
@@ -473,14 +490,27 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _ranks(frame: pd.DataFrame) -> np.ndarray:
-    """1 for the best `score` of each candidate; equal scores by the lower job id."""
+    """1 for the best `score` of each candidate; equal scores by the lower job id (a missing
+    score last). One `lexsort` of the columns: pandas' sort, groupby and cumcount cost about
+    3 ms a 100-row request."""
     if frame.empty:
         return np.zeros(0, dtype=np.int32)
-    order = frame.sort_values(["candidate_id", "score", "job_id"], ascending=[True, False, True])
-    ranks = order.groupby("candidate_id", sort=False).cumcount().to_numpy() + 1
-    result = np.empty(len(frame), dtype=np.int32)
-    result[frame.index.get_indexer(order.index)] = ranks
-    return result
+    candidates = frame["candidate_id"].to_numpy()
+    order = np.lexsort(
+        (
+            frame["job_id"].to_numpy(),
+            -frame["score"].to_numpy(dtype=np.float64),
+            candidates,
+        )
+    )
+    ordered = candidates[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    positions = np.arange(len(order))
+    group_start = np.maximum.accumulate(np.where(first, positions, 0))
+    ranks = np.empty(len(frame), dtype=np.int32)
+    ranks[order] = positions - group_start + 1
+    return ranks
 
 
 # --- features ---------------------------------------------------------------------------------

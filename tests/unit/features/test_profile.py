@@ -258,3 +258,36 @@ def test_a_repeated_link_counts_as_one_link_of_the_summed_candidates():
     summed = scores([np.array([2, 3]), np.array([3])], [np.array([3, 1]), np.array([1])])
     np.testing.assert_array_equal(repeated, summed)
     assert repeated[0] > 0
+
+
+def test_profile_rows_add_each_candidates_own_jobs_once_with_text_and_graph_rows():
+    import pandas as pd
+
+    from jobrec_core.features.profile import PROFILE_ROLE, profile_rows_of
+
+    pool = pd.DataFrame(
+        {
+            "candidate_id": [1, 1, 2],
+            "query_terms": [["a"], ["a"], ["b"]],
+            "job_id": [10, 11, 12],
+            "own_job_ids": [[3, 4, 3, None, 9], [3, 4, 3, None, 9], None],
+            "doc_tokens": [["x"], ["y"], ["z"]],
+        }
+    )
+    tokens = pd.DataFrame(
+        {"job_id": [3, 4, 10, 11, 12], "doc_tokens": [["o"], ["p"], *[["-"]] * 3]}
+    )
+    graph = pd.DataFrame(
+        {"job_id": [4, 10], "neighbours": [[10], [4]], "counts": [[1], [1]], "interested": [2, 3]}
+    )
+    rows = profile_rows_of(pool, tokens, graph, ["query_terms"])
+    own = rows[rows[PROFILE_ROLE] == "own"]
+    # each own job once, in the candidate's order; 9 has no text and candidate 2 no own jobs
+    assert own["job_id"].tolist() == [3, 4]
+    assert own["candidate_id"].tolist() == [1, 1]
+    assert own["doc_tokens"].tolist() == [["o"], ["p"]]
+    assert own["query_terms"].tolist() == [["a"], ["a"]]
+    assert rows[rows[PROFILE_ROLE] == "pool"]["job_id"].tolist() == [10, 11, 12]
+    # the graph's columns as a left merge gives them: missing where a job has no row
+    interested = rows.set_index("job_id")["interested"]
+    assert interested.fillna(-1).to_dict() == {10: 3, 11: -1, 12: -1, 3: -1, 4: 2}

@@ -14,7 +14,10 @@ from jobrec_core.ranking.pipeline import (
     Reranker,
     ScoreColumns,
     _ranked_hits,
+    _ranks,
+    by_job_id,
     field_name,
+    job_rows,
     spark_table,
 )
 from jobrec_core.ranking.scorers import Bm25Scorer, score_column
@@ -113,6 +116,31 @@ def test_a_step_on_an_in_memory_table_serves_requests_and_refuses_spark():
     assert texts.set_index("job_id")["doc_tokens"].to_dict() == {20: ["a"], 40: ["b", "c"]}
     with pytest.raises(TypeError, match="no Spark form"):
         spark_table(step.tokens)
+
+
+def test_ranks_order_each_candidate_by_score_then_job_id_missing_scores_last():
+    frame = pd.DataFrame(
+        {
+            "candidate_id": [2, 1, 1, 2, 1, 1],
+            "job_id": [7, 30, 10, 5, 20, 40],
+            "score": [1.0, 5.0, 5.0, 1.0, np.nan, 9.0],
+        },
+        index=[10, 11, 12, 13, 14, 15],
+    )
+    assert _ranks(frame).tolist() == [2, 3, 2, 1, 4, 1]
+    assert _ranks(frame.iloc[:0]).tolist() == []
+
+
+def test_a_table_indexed_by_job_id_gives_the_rows_a_scan_gives():
+    tokens = pd.DataFrame(
+        {"job_id": np.array([40, 20, 99], dtype=np.int32), "doc_tokens": [["b"], ["a"], ["z"]]},
+        index=[5, 6, 7],
+    )
+    for wanted in ([20, 40, 41], [99, 99], [], [1]):
+        pd.testing.assert_frame_equal(job_rows(by_job_id(tokens), wanted), job_rows(tokens, wanted))
+    assert job_rows(by_job_id(tokens), [20, 40])["job_id"].tolist() == [40, 20]  # table order
+    with pytest.raises(ValueError, match="one row per job_id"):
+        by_job_id(pd.concat([tokens, tokens]))
 
 
 def test_consecutive_query_steps_run_as_one_grouped_pass_in_spark():
