@@ -530,21 +530,32 @@ def profile_rows_of(
     the rows of the pool's and the candidates' own jobs, one row per job. The own rows are
     built from each candidate's list, the tables looked up by job id and the two kinds of
     rows joined once, with no explode or merge: those cost about 5 ms of a 100-job request."""
-    heads = pool.drop_duplicates("candidate_id")
-    with_text = set(tokens["job_id"].tolist())
-    own_jobs = [
-        [j for j in _distinct_jobs(jobs) if j in with_text] for jobs in heads["own_job_ids"]
-    ]
-    counts = [len(jobs) for jobs in own_jobs]
-    job_ids = np.array([j for jobs in own_jobs for j in jobs], dtype=np.int64)
-    own = {
-        column: np.repeat(heads[column].to_numpy(), counts) for column in ("candidate_id", *carried)
-    }
-    own_rows = pd.DataFrame(
-        {**own, "job_id": job_ids, **_rows_of(tokens, job_ids), PROFILE_ROLE: "own"}
-    )
+    own = own_jobs_of(pool, carried, known=set(tokens["job_id"].tolist()))  # with a text
+    own_rows = pd.DataFrame({**own, **_rows_of(tokens, own["job_id"]), PROFILE_ROLE: "own"})
     rows = pd.concat([pool.assign(**{PROFILE_ROLE: "pool"}), own_rows], ignore_index=True)
     return rows.assign(**_rows_of(graph, rows["job_id"].to_numpy()))
+
+
+def own_jobs_of(
+    pool: pd.DataFrame, carried: Iterable[str] = (), known: set[int] | None = None
+) -> dict[str, np.ndarray]:
+    """Each candidate of `pool` (its first row) -> a row per distinct job of its
+    `own_job_ids` (those in `known`, if given), in their order: the columns `candidate_id`,
+    the `carried` ones and `job_id`. Built from the lists, not by `explode`: about 2 ms less
+    a request."""
+    heads = pool.drop_duplicates("candidate_id")
+    own_jobs = [
+        [j for j in _distinct_jobs(jobs) if known is None or j in known]
+        for jobs in heads["own_job_ids"]
+    ]
+    counts = [len(jobs) for jobs in own_jobs]
+    return {
+        **{
+            column: np.repeat(heads[column].to_numpy(), counts)
+            for column in ("candidate_id", *carried)
+        },
+        "job_id": np.array([j for jobs in own_jobs for j in jobs], dtype=np.int64),
+    }
 
 
 def _distinct_jobs(jobs: object) -> list[int]:

@@ -50,6 +50,7 @@ from jobrec_core.features.profile import (
     PROFILE_ROLE,
     QUERY_VECTOR,
     add_profile_features,
+    own_jobs_of,
     profile_rows,
     profile_rows_of,
     query_vector_frame,
@@ -365,9 +366,7 @@ def _query_vectors(
 ) -> pd.DataFrame:
     """`candidate_id, query_vector` of the candidates of `frame` (`own_job_ids`): the profile
     vectors of their own jobs' text (`tokens`), for one request."""
-    own = frame[["candidate_id", "own_job_ids"]].drop_duplicates("candidate_id")
-    own = own.explode("own_job_ids").dropna()
-    own = own.rename(columns={"own_job_ids": "job_id"}).astype({"job_id": "int64"})
+    own = pd.DataFrame(own_jobs_of(frame))  # each job once, as Spark's `array_distinct`
     texts = job_rows(tokens, own["job_id"])[["job_id", "doc_tokens"]]
     return query_vector_frame(
         own.merge(texts, on="job_id"), idf_vocabulary(vectors_file, words_and_idf)
