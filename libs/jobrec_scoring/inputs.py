@@ -142,7 +142,8 @@ def _flat_values(rows: np.ndarray | Sequence[Any], dtype: type) -> tuple[np.ndar
     if len(rows) and isinstance(rows[0], bytes):
         sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         return np.frombuffer(b"".join(rows), dtype=dtype), sizes // np.dtype(dtype).itemsize
-    if len(rows) and all(isinstance(row, np.ndarray) for row in rows):  # one concatenation
+    if len(rows) and all(isinstance(row, np.ndarray) and row.dtype.kind in "biuf" for row in rows):
+        # rows of numbers (not of nested objects, whose `size` counts items): one concatenation
         sizes = np.fromiter((row.size for row in rows), dtype=np.int64, count=len(rows))
         return np.concatenate(list(rows), axis=None).astype(dtype, copy=False), sizes
     # the conversion `to_bytes` makes, row by row: the same values as its bytes

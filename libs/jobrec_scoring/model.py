@@ -79,8 +79,9 @@ def score_frame(model: Drmm, frame: pd.DataFrame) -> np.ndarray:
 def _query_keys(idf: np.ndarray) -> np.ndarray:
     """Each row's query as bytes (its IDFs): rows of one query share the key. A request's
     rows hold one array, the same object in every row: one key for all."""
-    if len(idf) and all(v is idf[0] for v in idf):
-        return np.full(len(idf), _key(idf[0]), dtype=object)
+    first = idf[0] if len(idf) else None
+    if first is not None and all(v is first for v in idf):
+        return np.full(len(idf), _key(first), dtype=object)
     return np.array([_key(v) for v in idf], dtype=object)
 
 

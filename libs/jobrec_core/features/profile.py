@@ -115,6 +115,13 @@ def co_interest_scores(
         raise ValueError(f"{len(weights)} weights for {len(own_jobs)} own jobs")
     own_links, own_starts = _flattened(own_neighbours)
     pool_links, pool_starts = _flattened(pool_neighbours)
+    own_link_counts, own_count_starts = _flattened(own_counts)
+    pool_link_counts, pool_count_starts = _flattened(pool_counts)
+    if not (
+        np.array_equal(own_starts, own_count_starts)
+        and np.array_equal(pool_starts, pool_count_starts)
+    ):
+        raise ValueError("every job's neighbours need one count each")
     # every job named, as a dense local id (sorted: a job's sorted neighbours stay in order)
     named = np.concatenate([own_links, pool_links, sequence, own_jobs, pool_jobs])
     local, where = np.unique(named.astype(np.int64), return_inverse=True)
@@ -129,10 +136,10 @@ def co_interest_scores(
     taken_off = np.where(in_sequence, weights[own_in_sequence].sum() - own_weight, 0.0)
     walks = _two_step_walks(
         where[: ends[0]],
-        _flattened(own_counts)[0].astype(np.float64),
+        own_link_counts.astype(np.float64),
         own_starts,
         where[ends[0] : ends[1]],
-        _flattened(pool_counts)[0].astype(np.float64),
+        pool_link_counts.astype(np.float64),
         pool_starts,
         pool_local,
         in_sequence,
@@ -173,7 +180,9 @@ def _two_step_walks(
     `reach[m]`: weighted walks of one step from the own jobs to m, less `taken_off[m]`, what
     the candidate's own row added. `links[p, m]`: candidates shared by pool job p and m
     (repeated links summed), less one where the row holds both (and p is not m): where the
-    graph has no link, taking this candidate off leaves nothing to walk either."""
+    graph has no link, taking this candidate off leaves nothing to walk either. A pool job's
+    walks are summed in the order of its neighbours: sorted, as `co_interest_table` gives
+    them, the sums are those of a sparse product to the last bit."""
     size = in_sequence.size
     reach = np.zeros(size)
     for own in range(own_starts.size - 1):
@@ -476,8 +485,9 @@ def _occupations(rows: pd.DataFrame) -> np.ndarray:
 def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
     """Rows of any number of candidates (pool and own rows, see :func:`profile_features`)
     -> their pool rows with the features, candidate by candidate, the own rows and the
-    graph's columns dropped. The features are computed per candidate and the frame is
-    sliced once at the end (a request's one candidate is not split off at all)."""
+    graph's columns dropped (an empty frame too: its features are empty float32 columns). The
+    features are computed per candidate and the frame is sliced once at the end (a request's
+    one candidate is not split off at all)."""
     is_pool = frame[PROFILE_ROLE].to_numpy() == "pool"
     groups = sorted(frame.groupby("candidate_id", sort=False).indices.values(), key=min)
     features = [

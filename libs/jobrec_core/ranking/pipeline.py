@@ -86,7 +86,7 @@ def job_rows(table: JobTable, job_ids: Iterable[int]) -> pd.DataFrame:
     table is, else one small Spark query."""
     wanted = sorted({int(j) for j in job_ids})
     if isinstance(table, pd.DataFrame):
-        if table.index.name == "job_id":  # `by_job_id`: a hash lookup per wanted job
+        if table.index.name == _BY_JOB_ID:  # `by_job_id`: a hash lookup per wanted job
             positions = table.index.get_indexer(np.asarray(wanted, dtype=np.int64))
             found = table.take(np.sort(positions[positions >= 0]))
         else:  # a scan of the whole table
@@ -101,10 +101,15 @@ def by_job_id(table: pd.DataFrame) -> pd.DataFrame:
     instead of scanning them all (0.5 ms a table)."""
     # int64 whatever the column's type (Spark's INT is int32): a lookup would otherwise cast
     # the whole index on every call
-    indexed = table.set_index(pd.Index(table["job_id"].to_numpy(np.int64), name="job_id"))
+    indexed = table.set_index(pd.Index(table["job_id"].to_numpy(np.int64), name=_BY_JOB_ID))
     if not indexed.index.is_unique:
         raise ValueError("a job table holds one row per job_id")
     return indexed
+
+
+# The index name `by_job_id` gives: not `job_id` itself, which a merge or a groupby on the
+# column would then find ambiguous.
+_BY_JOB_ID = "_job_id_index"
 
 
 def spark_table(table: JobTable) -> DataFrame:
@@ -539,8 +544,7 @@ class ProfileRows(Step):
     graph: JobTable
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        own = [int(j) for ids in frame["own_job_ids"] if ids is not None for j in ids]
-        wanted = [*own, *frame["job_id"].astype(int).tolist()]
+        wanted = [*own_jobs_of(frame)["job_id"], *frame["job_id"].astype(int).tolist()]
         return profile_rows_of(
             frame, job_rows(self.tokens, wanted), job_rows(self.graph, wanted), QUERY_KEYS[1:]
         )

@@ -291,3 +291,19 @@ def test_profile_rows_add_each_candidates_own_jobs_once_with_text_and_graph_rows
     # the graph's columns as a left merge gives them: missing where a job has no row
     interested = rows.set_index("job_id")["interested"]
     assert interested.fillna(-1).to_dict() == {10: 3, 11: -1, 12: -1, 3: -1, 4: 2}
+
+
+def test_co_interest_refuses_neighbours_without_their_counts():
+    import pytest
+
+    with pytest.raises(ValueError, match="one count each"):
+        co_interest_scores(
+            [np.array([2, 3])],
+            [np.array([1])],
+            [np.array([2])],
+            [np.array([1])],
+            np.array([1]),
+            np.array([1]),
+            np.array([7]),
+            np.array([1]),
+        )
