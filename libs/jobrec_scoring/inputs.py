@@ -120,19 +120,24 @@ def pad_queries(
     rows: np.ndarray | Sequence[Any], dtype: type, width: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per-row `terms * width` values -> (B, T, width) zero-padded and (B, T) mask. Each row
-    is the bytes of its values (`to_bytes`) or the values themselves (an array or a list).
-    When every row has the same number of terms (one query's documents, as when a pool is
-    re-ranked), the values are reshaped in place of the padding."""
+    is the bytes of its values (`to_bytes`) or the values themselves (an array or a list)."""
     values, sizes = _flat_values(rows, dtype)
-    terms = sizes // width
-    flat = values.reshape(-1, width)
+    return _padded(values.reshape(-1, width), sizes // width)
+
+
+def _padded(per_term: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every row's terms one after another, (sum(terms), width) -> (B, T, width), zero-padded,
+    and the (B, T) mask. When every row has the same number of terms (one query's
+    documents, as when a pool is re-ranked), the values are reshaped in place of the
+    padding."""
+    width = per_term.shape[1]
     longest = int(terms.max()) if len(terms) else 0
     if len(terms) and int(terms.min()) == longest:
-        same = flat.reshape(len(terms), longest, width)  # read-only when read from bytes
+        same = per_term.reshape(len(terms), longest, width)  # read-only when read from bytes
         return (same if same.flags.writeable else same.copy()), np.ones(same.shape[:2], bool)
-    padded: np.ndarray = np.zeros((len(terms), longest, width), dtype=dtype)
+    padded: np.ndarray = np.zeros((len(terms), longest, width), dtype=per_term.dtype)
     mask = np.arange(longest)[None, :] < terms[:, None]
-    padded[mask] = flat
+    padded[mask] = per_term
     return padded, mask
 
 
@@ -157,23 +162,28 @@ def document_inputs(
 ) -> DrmmInputs:
     """One document side of a decoded batch -> model inputs (`prefix` "pos_", "neg_" or "")."""
     # Histograms are stored for every query term (zeros where the document matches nothing),
-    # so they pad to the same T as the query.
-    counts, _ = pad_queries(columns[f"{prefix}hist"], np.int16, spec.bins + 1)
-    lengths = columns[f"{prefix}doc_len"]
+    # so they pad to the same T as the query. The variant is computed on the stored values
+    # before padding: it maps zero to zero, and the padding is most of a batch's cells.
+    width = spec.bins + 1
+    counts, sizes = _flat_values(columns[f"{prefix}hist"], np.int16)
+    terms = sizes // width
+    counts = counts.reshape(-1, width)
+    lengths = np.repeat(np.asarray(columns[f"{prefix}doc_len"]), terms)  # per term, for NH
     variant: Variant = spec.histogram  # type: ignore[assignment]
     if spec.field_histograms:  # the lead fields' matches, then the others'
-        lead, _ = pad_queries(columns[f"{prefix}{LEAD_HIST}"], np.int16, spec.bins + 1)
-        hist = np.concatenate(
+        lead = _flat_values(columns[f"{prefix}{LEAD_HIST}"], np.int16)[0].reshape(-1, width)
+        per_term = np.concatenate(
             [transform(lead, lengths, variant), transform(counts - lead, lengths, variant)],
-            axis=2,
+            axis=1,
         )
     else:
-        hist = transform(counts, lengths, variant)
+        per_term = transform(counts, lengths, variant)
+    hist, _ = _padded(np.asarray(per_term, dtype=np.float32), terms)
     extras = np.zeros((len(mask), len(spec.extras)), dtype=np.float32)
     for position, name in enumerate(spec.extras):
         extras[:, position] = columns[f"{prefix}{name}"]
     return DrmmInputs(
-        hist=torch.from_numpy(np.ascontiguousarray(hist, dtype=np.float32)),
+        hist=torch.from_numpy(np.ascontiguousarray(hist)),
         mask=torch.from_numpy(mask),
         gate=torch.from_numpy(gate),
         extras=torch.from_numpy(extras),

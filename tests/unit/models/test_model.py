@@ -302,6 +302,43 @@ def test_field_histograms_feed_the_lead_and_the_rest_side_by_side():
     assert Drmm(fields).eval().score(document_inputs(columns, "", fields, gate, mask)).shape == (2,)
 
 
+@pytest.mark.parametrize("variant", ["ch", "nh", "lch"])
+@pytest.mark.parametrize("fields", [False, True])
+def test_ragged_histograms_decode_as_padding_then_the_variant_would(variant, fields):
+    """The variant is computed on the stored values before padding (it maps a zero count to
+    zero): every cell, padding included, equals padding the counts first."""
+    import pandas as pd
+
+    from jobrec_scoring.inputs import transform
+
+    rng = np.random.default_rng(5)
+    terms, width = [3, 0, 1, 2], BINS + 1
+    hist = [rng.integers(0, 40, n * width).astype(np.int16) for n in terms]
+    lead = [row // 2 for row in hist]
+    frame = pd.DataFrame(
+        {
+            "query_idf": [np.ones(n, np.float32) for n in terms],
+            "hist": hist,
+            "lead_hist": lead,
+            "doc_len": [40, 12, 0, 90],
+        }
+    )
+    decoded_spec = spec(histogram=variant, field_histograms=fields)
+    columns = {c: np.asarray(v) for c, v in to_bytes(frame).items()}
+    gate, mask = query_gate(columns, decoded_spec, None)
+    decoded = document_inputs(columns, "", decoded_spec, gate, mask).hist.numpy()
+    counts, _ = pad_queries(columns["hist"], np.int16, width)
+    lengths = frame["doc_len"].to_numpy()
+    expected = transform(counts, lengths, variant)
+    if fields:
+        leads, _ = pad_queries(columns["lead_hist"], np.int16, width)
+        expected = np.concatenate(
+            [transform(leads, lengths, variant), transform(counts - leads, lengths, variant)], 2
+        )
+    assert decoded.dtype == np.float32 and decoded.flags.c_contiguous
+    np.testing.assert_array_equal(decoded, expected.astype(np.float32))
+
+
 def test_rebatch_keeps_every_row_once_and_shuffles_by_seed():
     groups = [{"x": np.arange(start, start + 10)} for start in range(0, 100, 10)]
 
