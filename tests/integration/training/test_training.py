@@ -77,6 +77,27 @@ def test_triples_stream_from_the_current_snapshot_only(spark, tiny, tiny_pairs):
     assert sum(halves) == expected and min(halves) > 0
 
 
+def test_evaluation_sets_are_decoded_once_and_kept(spark, tiny, tiny_pairs):
+    """An evaluation stream (`keep_in_memory`) decodes its files on the first pass only; the
+    batches it keeps equal a fresh read's, and a change of model spec decodes anew."""
+    config = tiny[0]
+    files = tuple(snapshot_files(spark, manifest.current(config, "pairs")["triples"], "dev"))
+    spec = spec_from_config(config, config.embeddings.vector_size)
+    kept = ReaderSettings(files, 16, keep_in_memory=True)
+    first, second = (list(loader(TripleStream(kept, spec))) for _ in range(2))
+    assert first and all(a is b for a, b in zip(first, second, strict=True))
+    fresh = list(loader(TripleStream(ReaderSettings(files, 16), spec)))
+    for was_kept, read in zip(second, fresh, strict=True):
+        for side in ("positive", "negative"):
+            for a, b in zip(
+                getattr(was_kept, side).tensors(), getattr(read, side).tensors(), strict=True
+            ):
+                assert torch.equal(a, b)
+    other = list(loader(TripleStream(kept, replace(spec, histogram="ch"))))
+    assert other[0] is not first[0]
+    assert not torch.equal(other[0].positive.hist, first[0].positive.hist)
+
+
 def test_distributor_trains_logs_and_registers(trained):
     config, outcome = trained
     result = outcome.result
