@@ -150,6 +150,7 @@ def check_mlflow(ctx: StackContext) -> str:
     import mlflow
     import torch
 
+    from jobrec_core.models.registry import scoring_requirements
     from jobrec_core.platform.tracking import configure_mlflow, registry_client
 
     configure_mlflow(ctx.config)
@@ -160,8 +161,14 @@ def check_mlflow(ctx: StackContext) -> str:
     with mlflow.start_run(run_name="stack-check") as run:
         mlflow.log_param("purpose", "stack check")
         mlflow.log_metric("loss", 0.5)
+        # Pinned requirements: MLflow would otherwise infer them by importing the model in a
+        # subprocess, seconds of the demo's start.
         info = mlflow.pytorch.log_model(
-            model, name="model", registered_model_name=name, input_example=example
+            model,
+            name="model",
+            registered_model_name=name,
+            input_example=example,
+            pip_requirements=scoring_requirements(),
         )
     client = registry_client(ctx.config)
     version = info.registered_model_version
