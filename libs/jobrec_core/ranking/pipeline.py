@@ -544,10 +544,10 @@ class ProfileRows(Step):
     graph: JobTable
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        wanted = [*own_jobs_of(frame)["job_id"], *frame["job_id"].astype(int).tolist()]
-        return profile_rows_of(
-            frame, job_rows(self.tokens, wanted), job_rows(self.graph, wanted), QUERY_KEYS[1:]
-        )
+        own = own_jobs_of(frame, QUERY_KEYS[1:])
+        wanted = [*own["job_id"].tolist(), *frame["job_id"].astype(int).tolist()]
+        tokens, graph = job_rows(self.tokens, wanted), job_rows(self.graph, wanted)
+        return profile_rows_of(frame, tokens, graph, own=own)
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         return profile_rows(

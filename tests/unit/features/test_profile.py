@@ -263,7 +263,7 @@ def test_a_repeated_link_counts_as_one_link_of_the_summed_candidates():
 def test_profile_rows_add_each_candidates_own_jobs_once_with_text_and_graph_rows():
     import pandas as pd
 
-    from jobrec_core.features.profile import PROFILE_ROLE, profile_rows_of
+    from jobrec_core.features.profile import PROFILE_ROLE, own_jobs_of, profile_rows_of
 
     pool = pd.DataFrame(
         {
@@ -291,6 +291,10 @@ def test_profile_rows_add_each_candidates_own_jobs_once_with_text_and_graph_rows
     # the graph's columns as a left merge gives them: missing where a job has no row
     interested = rows.set_index("job_id")["interested"]
     assert interested.fillna(-1).to_dict() == {10: 3, 11: -1, 12: -1, 3: -1, 4: 2}
+    # the own jobs a caller gathered already (every one, with a text or not) give the same
+    own_jobs = own_jobs_of(pool, ["query_terms"])
+    assert own_jobs["job_id"].tolist() == [3, 4, 9]
+    pd.testing.assert_frame_equal(profile_rows_of(pool, tokens, graph, own=own_jobs), rows)
 
 
 def test_co_interest_refuses_neighbours_without_their_counts():
