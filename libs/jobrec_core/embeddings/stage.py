@@ -32,7 +32,7 @@ from jobrec_core.embeddings.word2vec import (
 )
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import (
-    delta_version,
+    content_fingerprint,
     local_path,
     read_delta,
     table_path,
@@ -85,9 +85,12 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
     stopwords = load_stopwords(tuple(config.text.stopword_languages))
     write_delta(tokenize_jobs(read_delta(spark, bronze), stopwords), silver)
     tokenized = read_delta(spark, silver)
+    # Named after the corpus itself, not the table's version: a rerun on the same jobs (a new
+    # Delta version of the same rows) keeps the name, so the champion trained on these
+    # embeddings still matches them.
     name = version_of(
         config.embeddings,
-        {"dataset": config.data.preset, "jobs_version": delta_version(spark, bronze)},
+        {"dataset": config.data.preset, "corpus": content_fingerprint(all_tokens(tokenized))},
         config.run.seed,
     )
     version = EmbeddingsVersion(name, table_path(config, "silver", f"embeddings/{name}"))

@@ -102,6 +102,20 @@ def delta_version(spark: SparkSession, path: str) -> int:
     return int(row["version"])
 
 
+def content_fingerprint(frame: DataFrame) -> str:
+    """The rows of `frame`, order-free: their count and the sum of their 64-bit hashes.
+    Rewriting a table with the same rows gives a new Delta version but the same fingerprint,
+    so what is derived from it can keep its name across reruns."""
+    from pyspark.sql import functions as F
+
+    row = frame.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.sum(F.xxhash64(*frame.columns).cast("decimal(38,0)")).alias("hashes"),
+    ).first()
+    assert row is not None
+    return f"{row['rows']}-{row['hashes'] or 0}"
+
+
 def snapshot_files(spark: Any, table: str, split: str) -> list[str]:
     """URLs of the Parquet files of the table's current Delta snapshot in one split."""
     files = read_delta(spark, table).where(f"split = '{split}'").inputFiles()
