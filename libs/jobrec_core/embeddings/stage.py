@@ -9,8 +9,9 @@
 * :func:`compute_idf` gives `log(N / df)` per term over the jobs (§3.1), in Spark.
 
 The vectors are saved with gensim's `KeyedVectors.save`, whose arrays executors can
-memory-map, under a version derived from the inputs and settings: rerunning with the same
-inputs gives the same version, and every later stage records the version it used.
+memory-map, under a version named after the corpus' content, the settings and the seed:
+rerunning on the same jobs gives the same version, whose complete files are reused rather
+than written again, and every later stage records the version it used.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -39,8 +41,12 @@ from jobrec_core.platform.tables import (
     write_delta,
 )
 from jobrec_core.text.tokens import load_stopwords, tokenize_jobs
+from jobrec_core.text.vectors import keyed_vectors
 
 log = logging.getLogger(__name__)
+
+# Written into a version's folder once its vectors and IDFs are all there.
+COMPLETE_FILE = "_COMPLETE"
 
 
 @dataclass(frozen=True)
@@ -94,27 +100,35 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
         config.run.seed,
     )
     version = EmbeddingsVersion(name, table_path(config, "silver", f"embeddings/{name}"))
-    log.info("embeddings %s: writing the corpus", name)
-    (
-        all_tokens(tokenized)
-        .orderBy("job_id")
-        .select(F.concat_ws(" ", "tokens").alias("value"))
-        .coalesce(1)
-        .write.mode("overwrite")
-        .text(version.corpus_file)
-    )
-    log.info("embeddings %s: training word2vec", name)
-    model = train_word2vec(
-        single_text_file(local_path(version.corpus_file)), config.embeddings, config.run.seed
-    )
-    # Arrays always in separate .npy files, which executors memory-map.
-    model.wv.save(local_path(version.vectors_file), sep_limit=0)
-    idf = compute_idf(tokenized)
-    write_delta(idf, version.idf_table)
+    complete = Path(local_path(version.folder)) / COMPLETE_FILE
+    if complete.is_file():
+        # The same corpus, settings and seed: the same vectors and IDFs. Reused, not written
+        # again under processes that memory-map them (a running `jobrec serve`).
+        log.info("embeddings %s: built from this very corpus before, reused", name)
+        vocabulary = len(keyed_vectors(version.vectors_file))
+    else:
+        log.info("embeddings %s: writing the corpus", name)
+        (
+            all_tokens(tokenized)
+            .orderBy("job_id")
+            .select(F.concat_ws(" ", "tokens").alias("value"))
+            .coalesce(1)
+            .write.mode("overwrite")
+            .text(version.corpus_file)
+        )
+        log.info("embeddings %s: training word2vec", name)
+        model = train_word2vec(
+            single_text_file(local_path(version.corpus_file)), config.embeddings, config.run.seed
+        )
+        # Arrays always in separate .npy files, which executors memory-map.
+        model.wv.save(local_path(version.vectors_file), sep_limit=0)
+        write_delta(compute_idf(tokenized), version.idf_table)
+        complete.write_text(name, encoding="utf-8")  # last: a failed build is built again
+        vocabulary = len(model.wv)
     result = EmbeddingsResult(
         version=version,
         jobs=tokenized.count(),
-        vocabulary=len(model.wv),
+        vocabulary=vocabulary,
         terms=read_delta(spark, version.idf_table).count(),
         seconds=time.perf_counter() - started,
     )

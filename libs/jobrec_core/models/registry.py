@@ -24,7 +24,9 @@ import numpy as np
 import pandas as pd
 import scipy
 import torch
+from mlflow.entities.model_registry import ModelVersion
 from mlflow.models import infer_signature
+from mlflow.tracking import MlflowClient
 
 import jobrec_scoring
 from jobrec_core.config import JobrecConfig
@@ -121,11 +123,7 @@ def load_champion(config: JobrecConfig) -> Champion:
             f"promote one first (jobs/train_drmm.py, jobs/promote_model.py)"
         ) from error
     embeddings = str(manifest.current(config, "embeddings")["version"])
-    trained_on = (
-        client.get_run(current.run_id).data.tags.get("embeddings_version")
-        if current.run_id
-        else None
-    )
+    trained_on = trained_embeddings(client, current)
     if trained_on is not None and trained_on != embeddings:
         raise RuntimeError(
             f"{settings.model_name} v{current.version} was trained with embeddings {trained_on}, "
@@ -135,6 +133,15 @@ def load_champion(config: JobrecConfig) -> Champion:
     return Champion(
         settings.model_name, version, model_of(f"models:/{settings.model_name}/{version}")
     )
+
+
+def trained_embeddings(client: MlflowClient, model_version: ModelVersion) -> str | None:
+    """The embeddings version a registered model's training run was tagged with (None for a
+    model logged outside a training run)."""
+    if not model_version.run_id:
+        return None
+    tag = client.get_run(model_version.run_id).data.tags.get("embeddings_version")
+    return str(tag) if tag is not None else None
 
 
 def model_entry(model_version: str) -> str:

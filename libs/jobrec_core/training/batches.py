@@ -140,6 +140,7 @@ def stream_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Col
 # not fit, and are read and decoded every epoch.
 KEEP_LIMIT_BYTES = 2 << 30
 _kept: dict[tuple[Any, ...], tuple[Any, list[Any]]] = {}
+_too_large: set[tuple[Any, ...]] = set()  # sets that did not fit: not collected again
 _kept_bytes = 0
 
 
@@ -154,32 +155,56 @@ def kept(key: tuple[Any, ...], anchor: Any, batches: Iterable[Any]) -> Iterator[
     if key in _kept:
         yield from _kept[key][1]
         return
+    if key in _too_large:
+        yield from batches
+        return
     items: list[Any] | None = []
     size = 0
+    seen: set[int] = set()
     for item in batches:
         if items is not None:
             items.append(item)
-            size += nbytes(item)
+            size += nbytes(item, seen)
             if _kept_bytes + size > KEEP_LIMIT_BYTES:
                 log.info("evaluation set over the in-memory limit: decoded every time")
                 items = None
+                _too_large.add(key)
         yield item
     if items is not None:
         _kept[key] = (anchor, items)
         _kept_bytes += size
 
 
-def nbytes(value: Any) -> int:
-    """Bytes held by a decoded batch's tensors and arrays (nested dataclasses, columns)."""
-    if isinstance(value, torch.Tensor):
-        return value.nelement() * value.element_size()
+def release_kept() -> None:
+    """Forget every kept evaluation set: a training that ran in this process (the `single`
+    launcher) leaves nothing behind."""
+    global _kept_bytes
+    _kept.clear()
+    _too_large.clear()
+    _kept_bytes = 0
+
+
+def nbytes(value: Any, seen: set[int]) -> int:
+    """Bytes held by a decoded batch's tensors and arrays (nested dataclasses, columns), each
+    memory counted once (`seen`: the addresses counted): both sides of a triple share the
+    query's gate and mask."""
+    if isinstance(value, torch.Tensor):  # the two sides' tensors are views of one array
+        return _once(value.data_ptr(), value.nelement() * value.element_size(), seen)
     if isinstance(value, np.ndarray):
-        return sum(len(v) for v in value) if value.dtype == object else value.nbytes
+        size = sum(len(v) for v in value) if value.dtype == object else value.nbytes
+        return _once(value.__array_interface__["data"][0], size, seen)
     if isinstance(value, dict):
-        return sum(nbytes(v) for v in value.values())
+        return sum(nbytes(v, seen) for v in value.values())
     if is_dataclass(value):
-        return sum(nbytes(getattr(value, f.name)) for f in fields(value))
+        return sum(nbytes(getattr(value, f.name), seen) for f in fields(value))
     return 0
+
+
+def _once(address: int, size: int, seen: set[int]) -> int:
+    if address in seen:
+        return 0
+    seen.add(address)
+    return size
 
 
 def rebatch(groups: Iterable[Columns], settings: ReaderSettings) -> Iterator[Columns]:

@@ -7,8 +7,9 @@ champion alias only when the challenger's paired gain in held-out MRR, per candi
 bootstrap interval above zero. Otherwise the verdict is "not promoted: no significant
 difference" (or "significantly worse"), with the figures. The paper's accuracy and MAP are
 measured and recorded too, as the paper's protocol; accuracy is only a sanity floor (a model
-at or below chance is never promoted, even as the first). The decision and its numbers are
-tags of the model version.
+at or below chance is never promoted, even as the first). A champion trained on other
+embeddings than the challenger is replaced by any challenger above the floor, uncompared
+(`_other_embeddings`). The decision and its numbers are tags of the model version.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.models.registry import model_of
+from jobrec_core.models.registry import model_of, trained_embeddings
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
 from jobrec_core.ranking.statistics import PairedDifference, paired_difference
@@ -164,11 +166,15 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
     run_status = client.get_run(candidate.run_id).info.status if candidate.run_id else None
     challenger = scores_of(version)
     champion = None
+    replaced = None  # why a champion trained on other embeddings is not compared with
     try:
         current = client.get_model_version_by_alias(name, settings.champion_alias)
-        champion = scores_of(str(current.version))
     except MlflowException:
+        current = None
         log.info("%s has no %s yet", name, settings.champion_alias)
+    if current is not None:
+        replaced = _other_embeddings(client, current, candidate)
+        champion = None if replaced else scores_of(str(current.version))
     if run_status != "FINISHED":
         verdict = Verdict(False, f"its training run is {run_status}, not FINISHED")
     else:
@@ -176,6 +182,8 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         verdict = decide(
             challenger, champion, gate.min_accuracy, gate.bootstrap_resamples, config.run.seed
         )
+        if replaced and verdict.promoted:
+            verdict = Verdict(True, f"above the floor; {replaced}")
     decision = PromotionDecision(
         name, challenger, champion, verdict, float(bm25_reciprocal_ranks(files.held_out).mean())
     )
@@ -183,6 +191,20 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
     if decision.promoted:
         client.set_registered_model_alias(name, settings.champion_alias, version)
     return decision
+
+
+def _other_embeddings(
+    client: MlflowClient, champion: ModelVersion, challenger: ModelVersion
+) -> str | None:
+    """Why the champion cannot be compared with the challenger, if it was trained on other
+    embeddings: their histograms and IDFs come from another vocabulary, and serving or
+    evaluating it on the current ones is refused (`models.registry.load_champion`). Such a
+    champion is replaced by any challenger above the floor; otherwise new jobs, which always
+    give new embeddings, would leave a champion nothing can use until a model beat it."""
+    old, new = trained_embeddings(client, champion), trained_embeddings(client, challenger)
+    if old is None or new is None or old == new:
+        return None
+    return f"the champion v{champion.version} was trained on embeddings {old}, this one on {new}"
 
 
 def bm25_reciprocal_ranks(held_out_files: list[str]) -> np.ndarray:

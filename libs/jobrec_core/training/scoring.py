@@ -119,13 +119,15 @@ def evaluate(
     batch_size: int,
     k: int,
     device: torch.device | None = None,
+    keep: bool = False,
 ) -> SplitScores:
     """Accuracy on triples, MAP@k on MAP sets (the paper's protocol) and the held-out
-    reciprocal ranks (the judge), on one split's files."""
+    reciprocal ranks (the judge), on one split's files; with `keep`, the files stay decoded
+    in memory for the next call (the dev sets, scored every epoch)."""
     device = device or torch.device("cpu")
 
     def settings(files: list[str]) -> ReaderSettings:
-        return ReaderSettings(tuple(files), batch_size, keep_in_memory=True)
+        return ReaderSettings(tuple(files), batch_size, keep_in_memory=keep)
 
     positive, negative = score_triples(model, settings(triple_files), device)
     return SplitScores(

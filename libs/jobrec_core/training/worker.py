@@ -42,6 +42,7 @@ from jobrec_core.training.batches import (
     TripleStream,
     loader,
     prefetched,
+    release_kept,
 )
 from jobrec_core.training.checkpoints import Checkpoints
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
@@ -158,6 +159,7 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
             _barrier(process)
             if finished:
                 break
+    release_kept()  # the dev sets: nothing stays behind in an in-process training
     model_file = Path(plan.checkpoint_dir) / FINAL_MODEL
     if process.leader:
         save_model(model, model_file)
@@ -281,6 +283,7 @@ def _epoch(
                 plan.eval_batch_size,
                 plan.k,
                 process.device,
+                keep=True,
             )
         dev = torch.tensor(
             [measured.accuracy, measured.map, measured.held_out_mrr],

@@ -30,6 +30,7 @@ from jobrec_core.models.registry import input_example, log_drmm
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, snapshot_files
 from jobrec_core.platform.tracking import configure_mlflow, registry_client
+from jobrec_core.training import batches
 from jobrec_core.training.batches import ReaderSettings, TripleStream, loader
 from jobrec_core.training.plan import TrainPlan
 from jobrec_core.training.promotion import promote
@@ -77,9 +78,10 @@ def test_triples_stream_from_the_current_snapshot_only(spark, tiny, tiny_pairs):
     assert sum(halves) == expected and min(halves) > 0
 
 
-def test_evaluation_sets_are_decoded_once_and_kept(spark, tiny, tiny_pairs):
+def test_evaluation_sets_are_decoded_once_and_kept(spark, tiny, tiny_pairs, monkeypatch):
     """An evaluation stream (`keep_in_memory`) decodes its files on the first pass only; the
-    batches it keeps equal a fresh read's, and a change of model spec decodes anew."""
+    batches it keeps equal a fresh read's, a change of model spec decodes anew, and a set over
+    the memory limit is streamed every time."""
     config = tiny[0]
     files = tuple(snapshot_files(spark, manifest.current(config, "pairs")["triples"], "dev"))
     spec = spec_from_config(config, config.embeddings.vector_size)
@@ -96,6 +98,13 @@ def test_evaluation_sets_are_decoded_once_and_kept(spark, tiny, tiny_pairs):
     other = list(loader(TripleStream(kept, replace(spec, histogram="ch"))))
     assert other[0] is not first[0]
     assert not torch.equal(other[0].positive.hist, first[0].positive.hist)
+    # A set over the limit is streamed, and not collected again on the next pass.
+    batches.release_kept()
+    monkeypatch.setattr(batches, "KEEP_LIMIT_BYTES", 1)
+    streamed, streamed_again = (list(loader(TripleStream(kept, spec))) for _ in range(2))
+    assert len(streamed) == len(first) and streamed[0] is not streamed_again[0]
+    assert not batches._kept and batches._too_large
+    batches.release_kept()
 
 
 def test_distributor_trains_logs_and_registers(trained):
@@ -206,14 +215,19 @@ def test_a_killed_torchrun_resumes_from_its_checkpoint(spark, tiny, tiny_pairs, 
         torch.testing.assert_close(resumed_model[name], tensor)
 
 
-def register(config: JobrecConfig, model, spark, status: str = "FINISHED") -> str:
-    """Log and register `model` in a run that ends with `status`."""
+def register(
+    config: JobrecConfig, model, spark, status: str = "FINISHED", embeddings: str | None = None
+) -> str:
+    """Log and register `model` in a run that ends with `status` (tagged with the embeddings
+    version it was trained on, if given, as training runs are)."""
     configure_mlflow(config)
     directory = Path(config.storage.root) / "scratch-models"
     file = directory / f"model-{time.monotonic_ns()}.pt"
     save_model(model, file)
     rows = read_delta(spark, manifest.current(config, "pairs")["map_sets"]).limit(2).toPandas()
     with mlflow.start_run() as run:
+        if embeddings is not None:
+            mlflow.set_tag("embeddings_version", embeddings)
         version = log_drmm(model, file, input_example(rows, model), config.mlflow.model_name)
     if status != "FINISHED":
         MlflowClient(config.mlflow.tracking_uri).set_terminated(run.info.run_id, status)
@@ -283,6 +297,35 @@ def test_promotion_gate_in_both_directions(spark, trained):
     fourth = promote(config, failed, files)
     assert not fourth.promoted and "FAILED" in fourth.reason
     assert str(client.get_model_version_by_alias(name, "champion").version) == better
+
+
+def test_a_champion_on_other_embeddings_is_replaced_by_a_challenger_above_the_floor(spark, trained):
+    """New jobs give new embeddings, and a champion trained on the old ones can no longer be
+    served or evaluated: a challenger on the current embeddings replaces it without having to
+    beat it (here with the same weights); on the same embeddings the usual gate applies."""
+    config, _ = trained
+    config = config.model_copy(
+        update={"promotion": config.promotion.model_copy(update={"min_accuracy": 0.0})}
+    )
+    name = config.mlflow.model_name
+    client = registry_client(config)
+    files = gate_files(spark, config)
+    current = str(manifest.current(config, "embeddings")["version"])
+    model = bm25_model(config, 1.0)
+    stale = register(config, model, spark, embeddings="w2v-older")
+    client.set_registered_model_alias(name, config.mlflow.champion_alias, stale)
+
+    fresh = register(config, model, spark, embeddings=current)
+    decision = promote(config, fresh, files)
+    assert decision.promoted, decision.format()
+    assert decision.champion is None and decision.verdict.gain is None
+    assert f"the champion v{stale} was trained on embeddings w2v-older" in decision.reason
+    assert str(client.get_model_version_by_alias(name, "champion").version) == fresh
+
+    again = register(config, model, spark, embeddings=current)
+    same = promote(config, again, files)
+    assert not same.promoted and same.reason.startswith("no significant difference")
+    assert str(client.get_model_version_by_alias(name, "champion").version) == fresh
 
 
 def test_the_floor_rejects_a_model_below_it(spark, trained):
