@@ -33,7 +33,7 @@ from jobrec_core.platform.tracking import configure_mlflow, registry_client
 from jobrec_core.training import batches
 from jobrec_core.training.batches import ReaderSettings, TripleStream, loader
 from jobrec_core.training.plan import TrainPlan
-from jobrec_core.training.promotion import promote
+from jobrec_core.training.promotion import GateFiles, promote
 from jobrec_core.training.stage import (
     gate_files,
     make_plan,
@@ -246,17 +246,21 @@ def bm25_model(config: JobrecConfig, sign: float) -> Drmm:
     return model
 
 
+def open_gate(spark, trained) -> tuple[JobrecConfig, MlflowClient, GateFiles]:
+    """The trained configuration without the accuracy floor, its registry and its test files:
+    what the promotion tests decide with."""
+    config = trained[0].model_copy(
+        update={"promotion": trained[0].promotion.model_copy(update={"min_accuracy": 0.0})}
+    )
+    return config, registry_client(config), gate_files(spark, config)
+
+
 def test_promotion_gate_in_both_directions(spark, trained):
     """On the real registry: a first model above the floor becomes champion; a challenger
     significantly better on held-out MRR replaces it; one that is not (the same weights,
     registered again) is refused with the figures; a failed run never passes."""
-    config, _ = trained
-    config = config.model_copy(
-        update={"promotion": config.promotion.model_copy(update={"min_accuracy": 0.0})}
-    )
+    config, client, files = open_gate(spark, trained)
     name = config.mlflow.model_name
-    client = registry_client(config)
-    files = gate_files(spark, config)
     assert files.held_out
 
     # Two DRMMs whose last layer reads only the BM25 feature: one ranks as BM25 does, the
@@ -303,13 +307,8 @@ def test_a_champion_on_other_embeddings_is_replaced_by_a_challenger_above_the_fl
     """New jobs give new embeddings, and a champion trained on the old ones can no longer be
     served or evaluated: a challenger on the current embeddings replaces it without having to
     beat it (here with the same weights); on the same embeddings the usual gate applies."""
-    config, _ = trained
-    config = config.model_copy(
-        update={"promotion": config.promotion.model_copy(update={"min_accuracy": 0.0})}
-    )
+    config, client, files = open_gate(spark, trained)
     name = config.mlflow.model_name
-    client = registry_client(config)
-    files = gate_files(spark, config)
     current = str(manifest.current(config, "embeddings")["version"])
     model = bm25_model(config, 1.0)
     stale = register(config, model, spark, embeddings="w2v-older")
