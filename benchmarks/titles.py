@@ -9,7 +9,8 @@ titles are the real ads' titles, repeated to `--titles`. The subject embeds each
 (`TitleEncoder.embed`, batches sorted by length) and looks up its occupation, as
 `TitleNormaliser.normalise` does in Spark's workers, with two lookups: seed 001's (the nearest
 taxonomy vector) and the dearest that training may choose (`Lookup`: a share of the trigram
-cosine and a vote of the ten nearest titles). The taxonomy's own vectors are computed once
+cosine, a vote of the ten nearest titles, the edit distances of the shortlisted titles
+within the widest spelling budget). The taxonomy's own vectors are computed once
 beforehand, as the registered model stores them. The weights do not change the cost, so the
 encoder is freshly initialised from conf/. One thread is one Spark task's share; all threads
 is one process with the machine to itself.
@@ -72,10 +73,11 @@ def main() -> int:
         trigram_weight=max(spec.lookup_trigram_weights),
         neighbours=spec.lookup_neighbours,
         temperature=max(spec.lookup_temperatures),
+        spelling=max(spec.lookup_spelling),
     )
     for name, subject in (
         ("nearest", normaliser),
-        ("trigrams + vote", normaliser.with_lookup(dearest)),
+        ("trigrams + vote + spelling", normaliser.with_lookup(dearest)),
     ):
         for count in (1, threads):
             torch.set_num_threads(count)

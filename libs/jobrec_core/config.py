@@ -424,6 +424,7 @@ class TitlesConfig(_Section):
     lookup_neighbours: int = Field(gt=0)  # known titles that vote for their occupation
     lookup_trigram_weights: list[float] = Field(min_length=1)  # candidates, each in [0, 1]
     lookup_temperatures: list[float] = Field(min_length=1)  # candidates; 0: the nearest title
+    lookup_spelling: list[float] = Field(min_length=1)  # candidates, edits per character; 0: off
     log_every: int = Field(gt=0)  # steps between progress lines
 
     @model_validator(mode="after")
@@ -436,6 +437,8 @@ class TitlesConfig(_Section):
             raise ValueError("lookup_trigram_weights: each is a share of the score, in [0, 1]")
         if not all(t >= 0 for t in self.lookup_temperatures):
             raise ValueError("lookup_temperatures: each is 0 (the nearest title) or more")
+        if not all(0 <= s < 1 for s in self.lookup_spelling):
+            raise ValueError("lookup_spelling: each is 0 (off) or edits per character below 1")
         return self
 
 

@@ -22,6 +22,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from jobrec_scoring.spelling import edit_distances
 from jobrec_scoring.trigrams import TrigramMatcher
 
 NORMALISER_ARTIFACT = "title_normaliser"
@@ -125,11 +126,18 @@ class Lookup:
     network's cosine each score `(1 - trigram_weight) * cosine + trigram_weight * trigram
     cosine`; the `neighbours` best vote for their occupations with weight
     `exp((score - best score) / temperature)`. Temperature 0 is seed 001's lookup: the
-    nearest title's occupation, by the cosine alone when the trigram weight is 0 too."""
+    nearest title's occupation, by the cosine alone when the trigram weight is 0 too.
+
+    With `spelling` above 0, a title whose edit distance to a shortlisted title is at most
+    `spelling` edits per character (at least one edit) is read as a misspelling: only the
+    shortlisted titles at its least distance take part. The network and the trigrams see a
+    typo as a near-tie between its source and a look-alike a letter away ("agger": "bagger"
+    or "ager"?); the count of edits does not blur like a cosine does."""
 
     trigram_weight: float = 0.0
     neighbours: int = 1
     temperature: float = 0.0
+    spelling: float = 0.0
 
     def to_dict(self) -> dict[str, float]:
         return asdict(self)
@@ -153,6 +161,23 @@ def vote(scores: np.ndarray, owners: np.ndarray, lookup: Lookup) -> np.ndarray:
     return top[rows, totals.argmax(axis=1)]
 
 
+def edit_budget(texts: list[str], spelling: float) -> np.ndarray:
+    """Edits each text may be from a known title to be read as its misspelling: `spelling`
+    per character, at least one."""
+    lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+    return np.maximum(1, np.floor(spelling * lengths)).astype(np.int64)
+
+
+def misspelt(scores: np.ndarray, distances: np.ndarray, budget: np.ndarray) -> np.ndarray:
+    """`scores` (a row per text, a column per shortlisted title) where a text is within its
+    `budget` of edits of some title: the titles at its least edit distance keep their score,
+    the others get -inf; other rows unchanged (see :class:`Lookup`)."""
+    least = distances.min(axis=1)
+    misspelling = least <= budget
+    keep = ~misspelling[:, None] | (distances == least[:, None])
+    return np.where(keep, scores, -np.inf)
+
+
 @dataclass
 class TitleNormaliser:
     """A trained encoder and the titles it knows: the taxonomy's, then (optionally) the other
@@ -172,6 +197,7 @@ class TitleNormaliser:
     def __post_init__(self) -> None:
         _, inverse = np.unique(self.occupations.astype(str), return_inverse=True)
         self._occupation_ids = inverse.reshape(-1)
+        self._lengths = np.fromiter(map(len, self.titles), np.int64, len(self.titles))
         self._trigrams: TrigramMatcher | None = None
 
     @classmethod
@@ -218,12 +244,13 @@ class TitleNormaliser:
     ) -> list[tuple[np.ndarray, np.ndarray]]:
         """For each lookup, the chosen known title of each canonical text and its score
         (see :class:`Lookup`). Each chunk of texts is embedded, shortlisted and its trigram
-        cosines computed once for all the lookups."""
+        cosines and edit distances computed once for all the lookups."""
         chosen = [
             (np.zeros(len(texts), dtype=np.int64), np.zeros(len(texts), dtype=np.float32))
             for _ in lookups
         ]
         mixed = any(lookup.trigram_weight > 0 for lookup in lookups)
+        spelling = max(lookup.spelling for lookup in lookups)
         if mixed and self._trigrams is None:
             self._trigrams = TrigramMatcher(self.titles)
         known = torch.from_numpy(self.vectors)
@@ -239,13 +266,32 @@ class TitleNormaliser:
                 if mixed and self._trigrams is not None
                 else cosine
             )
+            distances = self._edit_distances(block, shortlist, spelling) if spelling > 0 else None
             for (best, score), lookup in zip(chosen, lookups, strict=True):
                 w = lookup.trigram_weight
                 scores = cosine if w == 0 else (1.0 - w) * cosine + w * trigram
+                if lookup.spelling > 0 and distances is not None:
+                    scores = misspelt(scores, distances, edit_budget(block, lookup.spelling))
                 found = vote(scores, owners, lookup)
                 best[start : start + len(block)] = shortlist[rows, found]
                 score[start : start + len(block)] = scores[rows, found]
         return chosen
+
+    def _edit_distances(
+        self, texts: list[str], shortlist: np.ndarray, spelling: float
+    ) -> np.ndarray:
+        """The edit distance of each text and each of its shortlisted titles where it may be
+        within `spelling`'s budget (their lengths differ by no more); elsewhere a distance
+        above any budget, without computing it."""
+        budget = edit_budget(texts, spelling)
+        lengths = np.fromiter(map(len, texts), np.int64, len(texts))
+        near = np.abs(self._lengths[shortlist] - lengths[:, None]) <= budget[:, None]
+        rows, columns = np.nonzero(near)
+        distances = np.full(shortlist.shape, np.iinfo(np.int64).max, dtype=np.int64)
+        distances[rows, columns] = edit_distances(
+            [texts[r] for r in rows], [self.titles[t] for t in shortlist[rows, columns]]
+        )
+        return distances
 
     def nearest(self, titles: list[str | None]) -> tuple[np.ndarray, np.ndarray]:
         """For each free-text title, the index of the known title its lookup chooses, and

@@ -1,13 +1,15 @@
 """Choosing the title normaliser's lookup (`jobrec_scoring.titles.Lookup`) on the validation
-sets (`titles.sets`): how much of the trigram cosine joins the encoder's cosine, and whether
-the nearest known titles vote for their occupation.
+sets (`titles.sets`): how much of the trigram cosine joins the encoder's cosine, whether
+the nearest known titles vote for their occupation, and how many edits make a misspelling.
 
 Seed 001 takes the nearest taxonomy title's occupation. With typos, the encoder alone can
 prefer another occupation's title that differs by one letter; a share of the trigram cosine
 breaks those near-ties as the spelling does. With synonym compositions, the nearest single
 title is often another occupation's look-alike ("corn maker" -> "core maker"), while several
 of the occupation's own known titles lie almost as close; a vote over the nearest ten lets
-them outweigh it. Each candidate is scored on the three validation sets, and the one with
+them outweigh it. A title a typed letter or two from a known title is, most likely, that
+title misspelt, however close a look-alike's cosine: the spelling budget says how many
+edits still read as one. Each candidate is scored on the three validation sets, and the one with
 the best mean accuracy is kept (ties: the first, the simplest, in the settings' order). The
 test sets take no part in it. Pure numpy over a trained normaliser; no Spark, no MLflow.
 """
@@ -38,12 +40,16 @@ class LookupScore:
 
 
 def lookup_candidates(
-    neighbours: int, weights: list[float], temperatures: list[float]
+    neighbours: int,
+    weights: list[float],
+    temperatures: list[float],
+    spellings: list[float],
 ) -> list[Lookup]:
-    """Every pair of a trigram weight and a temperature, in the settings' order."""
+    """Every combination of a trigram weight, a temperature and a spelling budget, in the
+    settings' order."""
     return [
-        Lookup(trigram_weight=w, neighbours=neighbours if t > 0 else 1, temperature=t)
-        for w, t in itertools.product(weights, temperatures)
+        Lookup(trigram_weight=w, neighbours=neighbours if t > 0 else 1, temperature=t, spelling=s)
+        for w, t, s in itertools.product(weights, temperatures, spellings)
     ]
 
 

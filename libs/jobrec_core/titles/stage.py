@@ -163,7 +163,12 @@ def describe(lookup: Lookup) -> str:
         vote = "the nearest known title"
     else:
         vote = f"a vote of the {lookup.neighbours} nearest (temperature {lookup.temperature:g})"
-    return f"trigram weight {lookup.trigram_weight:g}, {vote}"
+    spelling = (
+        f", a misspelling within {lookup.spelling:g} edits per character"
+        if lookup.spelling > 0
+        else ""
+    )
+    return f"trigram weight {lookup.trigram_weight:g}, {vote}{spelling}"
 
 
 def format_scores(scores: dict[str, TitleScore], lookup: Lookup) -> str:
@@ -274,7 +279,7 @@ def train_title_normaliser(spark: SparkSession, config: JobrecConfig) -> TitleTr
     trained = train_encoder(sets, encoder_spec(config), training_settings(config), progress)
     s = config.titles
     candidates = lookup_candidates(
-        s.lookup_neighbours, s.lookup_trigram_weights, s.lookup_temperatures
+        s.lookup_neighbours, s.lookup_trigram_weights, s.lookup_temperatures, s.lookup_spelling
     )
     lookup, tried = choose_lookup(trained, sets.validation, candidates)
     log.info(
