@@ -1,6 +1,7 @@
 """Retrieval: the paper's query against the jobs index, today's request next to the baseline.
 
     .venv/bin/python benchmarks/retrieval.py --preset demo --queries 4000
+    .venv/bin/python benchmarks/retrieval.py --preset seed --queries 2000 --screen 30
 
 Needs a built store of the preset (`jobrec demo`, or the stages up to `build_pairs`): its
 `silver/queries` and the index behind the alias. Sends the first `--queries` full queries
@@ -21,6 +22,11 @@ All must give the same top-`top_k` lists, (job id, score) for (job id, score): t
 checks every query and fails if one differs. The runs alternate (baseline, one pass, two
 passes, twice) so that the node's caches favour none. The node's `took` is the median of
 queries sent alone.
+
+With `--screen BUDGET`, it times build_pairs' question instead, whether each candidate's
+held-out job is in their query's top k: the baseline searches every query as configured and
+looks; the subject screens first (`search.bm25.screened_out`, `retrieval.screen_budget` =
+BUDGET) and searches the rest. Both must find the held-out job for the same candidates.
 """
 
 from __future__ import annotations
@@ -31,14 +37,20 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from elasticsearch import Elasticsearch
 
 from jobrec_core.config import RetrievalConfig, load_config
 from jobrec_core.platform.spark import get_spark
 from jobrec_core.platform.tables import read_delta, table_path
-from jobrec_core.search.bm25 import multi_match_query, search_all, search_body, serving_index
+from jobrec_core.search.bm25 import (
+    multi_match_query,
+    screened_out,
+    search_all,
+    search_body,
+    serving_index,
+)
 from jobrec_core.search.connection import make_client, resolve_connection
 from jobrec_core.search.local_node import LocalElasticsearch
 
@@ -88,20 +100,22 @@ def subject_search(
 
 
 Searcher = Callable[[Elasticsearch, str, Sequence[str], RetrievalConfig], list[Hits]]
+Query = TypeVar("Query")
+Answer = TypeVar("Answer")
 
 
 def timed(
-    searcher: Searcher,
+    searcher: Callable[[Elasticsearch, str, Sequence[Query], RetrievalConfig], list[Answer]],
     make: Callable[[], Elasticsearch],
     index: str,
-    texts: list[str],
+    queries: list[Query],
     settings: RetrievalConfig,
     clients: int,
-) -> tuple[float, list[Hits]]:
-    """Wall seconds and hits in query order: `clients` threads, one client and one share of
-    the queries each, as Spark's tasks split them."""
+) -> tuple[float, list[Answer]]:
+    """Wall seconds and answers in query order: `clients` threads, one client and one share
+    of the queries each, as Spark's tasks split them."""
 
-    def run(share: list[str]) -> list[Hits]:
+    def run(share: list[Query]) -> list[Answer]:
         client = make()
         try:
             return searcher(client, index, share, settings)
@@ -110,12 +124,74 @@ def timed(
 
     started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
-        answers = list(pool.map(run, [texts[i::clients] for i in range(clients)]))
+        shares = list(pool.map(run, [queries[i::clients] for i in range(clients)]))
     seconds = time.perf_counter() - started
-    hits: list[Hits] = [[] for _ in texts]
-    for offset, share_hits in enumerate(answers):
-        hits[offset::clients] = share_hits
-    return seconds, hits
+    answers: list[Any] = [None] * len(queries)
+    for offset, share in enumerate(shares):
+        answers[offset::clients] = share
+    return seconds, answers
+
+
+Candidates = list[tuple[str, int]]  # (query text, held-out job)
+
+
+def found_searching(
+    client: Elasticsearch, index: str, asked: Sequence[Any], settings: RetrievalConfig
+) -> list[bool]:
+    """build_pairs without a screen: every query searched, its held-out job looked for."""
+    hits = subject_search(client, index, [text for text, _ in asked], settings)
+    return [any(j == job for j, _ in found) for found, (_, job) in zip(hits, asked, strict=True)]
+
+
+def found_screening(
+    client: Elasticsearch, index: str, asked: Sequence[Any], settings: RetrievalConfig
+) -> list[bool]:
+    """build_pairs with the screen: the queries it cannot decide searched, as above."""
+    texts = [text for text, _ in asked]
+    outside = screened_out(client, index, texts, [job for _, job in asked], settings)
+    rest = [row for row, out in enumerate(outside) if not out]
+    found = [False] * len(asked)
+    searched = found_searching(client, index, [asked[r] for r in rest], settings)
+    for row, hit in zip(rest, searched, strict=True):
+        found[row] = hit
+    return found
+
+
+def screen_benchmark(
+    connection: Any, index: str, asked: Candidates, settings: RetrievalConfig, clients: int
+) -> int:
+    """`--screen`: candidates decided per second without and with the screen (see the
+    module); 1 when the two disagree on a candidate."""
+    client = make_client(connection)
+    outside = screened_out(client, index, [t for t, _ in asked], [j for _, j in asked], settings)
+    variants = {
+        "baseline: every query searched, the held-out job looked for": (
+            found_searching,
+            settings.model_copy(update={"screen_budget": 0.0}),
+        ),
+        f"subject: screened first (budget {settings.screen_budget:g}, window "
+        f"{settings.screen_window}), the rest searched": (found_screening, settings),
+    }
+    runs: dict[str, list[float]] = {name: [] for name in variants}
+    answers: dict[str, Any] = {}
+    for name in [*variants, *variants]:
+        searcher, variant_settings = variants[name]
+        seconds, answers[name] = timed(
+            searcher, lambda: make_client(connection), index, asked, variant_settings, clients
+        )
+        runs[name].append(seconds)
+    baseline, subject = (answers[name] for name in variants)
+    print(f"  {'request':<78}{'candidates/s':>13}{'x baseline':>12}")
+    first = min(runs[next(iter(variants))])
+    for name in variants:
+        print(f"  {name:<78}{len(asked) / min(runs[name]):>13.1f}{first / min(runs[name]):>11.2f}x")
+    differing = sum(a != b for a, b in zip(baseline, subject, strict=True))
+    print(
+        f"  best of 2 runs each; held-out job found for {sum(baseline):,} of {len(asked):,}; "
+        f"screened out {sum(outside):,} ({sum(outside) / len(asked):.1%}); candidates decided "
+        f"differently: {differing}"
+    )
+    return 1 if differing else 0
 
 
 def median_took(client: Elasticsearch, index: str, texts: list[str], body: Any) -> float:
@@ -133,6 +209,12 @@ def main() -> int:
     parser.add_argument(
         "--budget", type=float, default=None, help="retrieval.bound_budget of the two passes"
     )
+    parser.add_argument(
+        "--screen",
+        type=float,
+        default=None,
+        help="time build_pairs' screen at this retrieval.screen_budget instead",
+    )
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
@@ -144,12 +226,24 @@ def main() -> int:
         .where("size(query_terms) > 0")
         .orderBy("candidate_id")
         .limit(args.queries)
-        .select("query_terms")
+        .select("query_terms", "positive_job_id")
         .collect()
     )
     texts = [" ".join(row.query_terms) for row in queries]
     documents = make_client(connection).count(index=index)["count"]
     settings = config.retrieval
+    terms = statistics.mean(len(row.query_terms) for row in queries)
+    print(
+        f"retrieval on {args.preset!r}: index {index} ({documents:,} jobs), {len(texts):,} "
+        f"queries of {terms:.0f} terms on average, top {settings.top_k}, {args.clients} "
+        f"clients x {settings.max_concurrent_searches} concurrent searches"
+    )
+    if args.screen is not None:
+        candidates = [
+            (text, int(row.positive_job_id)) for text, row in zip(texts, queries, strict=True)
+        ]
+        screening = settings.model_copy(update={"screen_budget": args.screen})
+        return screen_benchmark(connection, index, candidates, screening, args.clients)
     budget = settings.bound_budget if args.budget is None else args.budget
     variants: dict[str, tuple[str, Searcher, RetrievalConfig]] = {
         "baseline": ("baseline: sorted on the node by _score, job_id", baseline_search, settings),
@@ -164,12 +258,6 @@ def main() -> int:
             settings.model_copy(update={"bound_budget": budget}),
         ),
     }
-    terms = statistics.mean(len(row.query_terms) for row in queries)
-    print(
-        f"retrieval on {args.preset!r}: index {index} ({documents:,} jobs), {len(texts):,} "
-        f"queries of {terms:.0f} terms on average, top {settings.top_k}, {args.clients} "
-        f"clients x {settings.max_concurrent_searches} concurrent searches"
-    )
     runs: dict[str, list[float]] = {name: [] for name in variants}
     answers: dict[str, list[Hits]] = {}
     for name in [*variants, *variants]:

@@ -126,6 +126,8 @@ RUNTIME_SETTINGS = (
     "retrieval.checkpoint_queries",
     "retrieval.bound_budget",  # one pass or two: the same answers (search.bounded)
     "retrieval.bound_window",
+    "retrieval.screen_budget",  # build_pairs' screen: the same candidates kept (search.bounded)
+    "retrieval.screen_window",
     "training.launcher",
     "training.prefetch_batches",
     "titles.log_every",

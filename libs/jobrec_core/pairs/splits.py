@@ -39,6 +39,8 @@ def select_triples(queries: DataFrame, retrieved: DataFrame, seed: int) -> DataF
 
     Adds `outcome`: `kept`, `positive_not_retrieved` or `no_negative` (every result of the
     less informative query is one of the candidate's own jobs); failed searches are not here.
+    Null `full_hits` (not searched: the screen showed the positive outside the top k,
+    `search.bm25.screened_out`) is `positive_not_retrieved` too.
     """
     joined = queries.join(retrieved.where(F.col("error").isNull()), "candidate_id")
     positive = F.filter("full_hits", lambda h: h["job_id"] == F.col("positive_job_id"))
@@ -61,7 +63,7 @@ def select_triples(queries: DataFrame, retrieved: DataFrame, seed: int) -> DataF
         chosen["score"].alias("neg_bm25"),
     ).withColumn(
         "outcome",
-        F.when(F.size(positive) == 0, "positive_not_retrieved")
+        F.when(F.col("full_hits").isNull() | (F.size(positive) == 0), "positive_not_retrieved")
         .when(F.size(candidates) == 0, "no_negative")
         .otherwise("kept"),
     )

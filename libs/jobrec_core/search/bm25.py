@@ -35,6 +35,7 @@ from jobrec_core.search.bounded import (
     field_statistics,
     first_pass_body,
     first_pass_hits,
+    outranked,
     second_pass_body,
     split_common,
 )
@@ -206,6 +207,65 @@ def _two_pass_batch(
     return [position for position in batch if results[position] is None]
 
 
+def screened_out(
+    client: Elasticsearch,
+    index: str,
+    texts: Sequence[str],
+    jobs: Sequence[int],
+    settings: RetrievalConfig,
+) -> list[bool]:
+    """For each BM25 query of `texts`, whether `jobs`' job is certainly outside its top k
+    (`search.bounded`'s screen, `retrieval.screen_budget`): True only where the screen
+    decided it; False where it could not, where its budget is 0, and where a request failed
+    (the full search then runs, with its retries)."""
+    outside = [False] * len(texts)
+    if settings.screen_budget <= 0 or settings.type != "most_fields":
+        return outside
+    for start in range(0, len(texts), settings.msearch_batch):
+        batch = range(start, min(start + settings.msearch_batch, len(texts)))
+        words = {position: texts[position].split() for position in batch}
+        try:
+            statistics = field_statistics(
+                client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
+            )
+            named = _msearch(
+                client,
+                index,
+                [
+                    first_pass_body(
+                        split_common(ws, statistics, settings.boosts, settings.screen_budget)[0],
+                        settings.boosts,
+                        settings.screen_window,
+                        settings.auto_generate_synonyms_phrase_query,
+                    )
+                    for ws in words.values()
+                ],
+                settings,
+            )
+            asked = [
+                (position, sorted({job for job, _ in first_pass_hits(item)} | {jobs[position]}))
+                for position, item in zip(batch, named, strict=True)
+                if "error" not in item
+            ]
+            scored = _msearch(
+                client,
+                index,
+                [
+                    second_pass_body(multi_match_query(texts[position], settings), wanted)
+                    for position, wanted in asked
+                ],
+                settings,
+            )
+        except (TransportError, ApiError) as error:
+            log.debug("screen failed (%s): the full searches run", error)
+            continue
+        for (position, _), item in zip(asked, scored, strict=True):
+            if "error" not in item:
+                full = [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
+                outside[position] = outranked(full, int(jobs[position]), settings.top_k)
+    return outside
+
+
 def _msearch(
     client: Elasticsearch, index: str, bodies: list[dict[str, Any]], settings: RetrievalConfig
 ) -> list[dict[str, Any]]:
@@ -297,7 +357,9 @@ def retrieve(
     With `found` (a job id column), the searches after the first run only for the rows whose
     first search returned that job; the others get null hits. build_pairs keeps a candidate
     only when the full query finds their held-out job (9% of the seed's candidates): the
-    less informative query of the other 91% would be searched for nothing."""
+    less informative query of the other 91% would be searched for nothing. With
+    `retrieval.screen_budget` too, the first search itself is skipped for the rows whose job
+    the screen shows outside the top k (:func:`screened_out`): null hits for every query."""
     columns = list(searches)
     schema = ", ".join(
         ["candidate_id LONG", *(f"{hits} {HITS}" for hits in searches.values()), "error STRING"]
@@ -307,7 +369,20 @@ def retrieve(
         client = make_client(connection)
         try:
             for frame in frames:
-                first = search_all(client, index, _texts(frame[columns[0]]), settings)
+                texts = _texts(frame[columns[0]])
+                skipped = (
+                    screened_out(client, index, texts, frame[found].tolist(), settings)
+                    if found is not None
+                    else [False] * len(frame)
+                )
+                searched = [row for row, out in enumerate(skipped) if not out]
+                first = [SearchResult(None)] * len(frame)
+                for row, result in zip(
+                    searched,
+                    search_all(client, index, [texts[row] for row in searched], settings),
+                    strict=True,
+                ):
+                    first[row] = result
                 rows = list(range(len(frame)))
                 if found is not None:
                     rows = [

@@ -23,6 +23,15 @@ reach (the window's last `p` plus `U`, or `U` alone when the window holds every 
 pass matched). Otherwise the query goes through the one-pass search. Ties at the cut are
 ordered by job id as in `search.bm25.ranked_hits`: a job left out of the contenders scores
 strictly below the cut.
+
+**The screen** (`retrieval.screen_budget`) answers a narrower question, build_pairs': is the
+candidate's held-out job in the query's top k at all? On the seed's index nine searched
+candidates in ten learn that it is not. A first pass with a larger budget (fewer, rarer
+clauses: fewer postings) names `retrieval.screen_window` jobs likely to score high; the full
+query, filtered to them and the held-out job, scores them exactly. When k of them beat the
+held-out job (by score, then job id, with the margins above), it cannot be in the top k
+(:func:`outranked`), and the full search is not needed. Which jobs the first pass names
+changes only how often the screen decides, never what it decides.
 """
 
 from __future__ import annotations
@@ -190,6 +199,19 @@ def second_pass_body(full_query: dict[str, Any], jobs: list[int]) -> dict[str, A
         "_source": False,
         "track_total_hits": False,
     }
+
+
+def outranked(full: Hits, job: int, top_k: int) -> bool:
+    """Whether `top_k` jobs of `full` (full scores of some jobs, `job` among them if it
+    matches the query at all) certainly rank above `job`: a higher score beyond the float
+    margins (a tie is not counted, whichever id would win it). A job that matches nothing
+    (absent) is never a hit."""
+    scores = dict(full)
+    if job not in scores:
+        return True
+    own = scores[job]
+    above = own * (1 + RELATIVE_MARGIN) + ABSOLUTE_MARGIN
+    return sum(1 for other, score in full if other != job and score > above) >= top_k
 
 
 def exact_top(full: Hits, first: Hits, window: int, bound: float, top_k: int) -> Hits | None:

@@ -9,7 +9,7 @@ from gensim.models import KeyedVectors
 from pyspark.sql import functions as F
 
 from jobrec_core.config import load_config
-from jobrec_core.pairs.splits import assign_splits, split_sizes
+from jobrec_core.pairs.splits import assign_splits, select_triples, split_sizes
 from jobrec_core.pairs.stage import QUARANTINE_SOURCE, run_build_pairs
 from jobrec_core.platform.manifest import current
 from jobrec_core.platform.paths import local_path
@@ -420,6 +420,51 @@ def test_two_pass_searches_answer_as_one_pass_searches_do(spark, built):
         )
         assert search_all(client, index, texts, settings) == one_pass
     assert all(r.hits for r in one_pass)
+
+
+def test_the_screen_skips_only_searches_that_could_not_keep_a_candidate(spark, built):
+    """`retrieval.screen_budget` > 0 (`search.bm25.screened_out`): a row is left unsearched
+    only when the one-pass search (the stage's stored retrieval) did not find its positive;
+    every other row gets the stored hits, so build_pairs keeps the same candidates."""
+    config, _ = built
+    _, _, stored = tables(spark, config)
+    queries = read_delta(spark, table_path(config, "silver", "queries")).where(
+        F.size("query_terms") > 0
+    )
+    client = make_client(resolve_connection(config))
+    index = serving_index(client, config.elasticsearch.index_alias)
+    settings = config.retrieval.model_copy(update={"screen_budget": 30.0, "screen_window": 110})
+    screened = retrieve(
+        queries, resolve_connection(config), index, settings, 2, found="positive_job_id"
+    )
+    rows = (
+        screened.alias("s")
+        .join(stored.alias("o"), "candidate_id")
+        .join(queries.select("candidate_id", "positive_job_id"), "candidate_id")
+        .select(
+            "candidate_id",
+            "positive_job_id",
+            "s.full_hits",
+            "s.negative_hits",
+            F.col("o.full_hits").alias("stored_full"),
+            F.col("o.negative_hits").alias("stored_negative"),
+        )
+        .collect()
+    )
+    assert len(rows) == queries.count()
+    skipped = [r for r in rows if r.full_hits is None]
+    assert skipped, "the screen decided nothing: the test does not exercise it"
+    for row in skipped:
+        assert row.positive_job_id not in {h.job_id for h in row.stored_full}
+        assert row.negative_hits is None
+    for row in rows:
+        if row.full_hits is not None:
+            assert (row.full_hits, row.negative_hits) == (row.stored_full, row.stored_negative)
+    outcomes = {
+        name: {r.candidate_id: r.outcome for r in select_triples(queries, table, 7).collect()}
+        for name, table in (("screened", screened), ("stored", stored))
+    }
+    assert outcomes["screened"] == outcomes["stored"]
 
 
 def test_the_less_informative_query_is_searched_only_when_the_full_query_found_the_positive(

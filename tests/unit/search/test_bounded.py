@@ -1,4 +1,5 @@
-"""The two-pass search's pure parts: which clauses wait, who contends, when the answer is exact."""
+"""The two-pass search's pure parts: which clauses wait, who contends, when the answer is exact,
+and when the screen may skip a search."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from jobrec_core.search.bounded import (
     contenders,
     exact_top,
     first_pass_body,
+    outranked,
     split_common,
 )
 
@@ -106,3 +108,37 @@ def test_an_answer_that_a_job_outside_the_window_could_beat_is_refused():
     assert exact_top(full, first, 30, 5.0, 10) is None  # outside: up to 9.70 + 5.0
     assert exact_top(full, first, 30, 0.01, 10) is not None
     assert exact_top(full[:5], first[:5], 30, 0.0, 10) is None  # fewer than k answered
+
+
+def test_a_job_is_outranked_only_when_k_others_certainly_score_higher():
+    full = [(1, 9.0), (2, 8.0), (3, 7.0), (4, 7.0), (5, 6.0)]
+    assert outranked(full, 5, 4) and not outranked(full, 5, 5)
+    assert outranked(full, 3, 2) and not outranked(full, 3, 3)  # job 4's tie is not counted
+    assert not outranked(full, 4, 3)  # job 3 ties it with a lower id, yet is not counted
+    # within the float margins, not certainly higher
+    assert not outranked([(1, 6.000001), (2, 6.0)], 2, 1)
+    # a job the query does not match at all is never a hit
+    assert outranked(full, 99, 100)
+
+
+def test_the_screen_never_skips_a_job_of_the_top_k_on_random_scores():
+    rng = np.random.default_rng(11)
+    top_k = 10
+    decided = 0
+    for _ in range(500):
+        jobs = int(rng.integers(5, 80))
+        scores = np.round(rng.exponential(3.0, jobs), 1)  # rounding makes ties
+        ids = rng.permutation(jobs) + 1
+        ranked = sorted(
+            zip(ids.tolist(), scores.tolist(), strict=True), key=lambda h: (-h[1], h[0])
+        )
+        top = {job for job, _ in ranked[:top_k]}
+        job = int(rng.choice(ids))
+        named = rng.choice(jobs, size=int(rng.integers(1, jobs + 1)), replace=False)
+        full = [(int(ids[i]), float(scores[i])) for i in named] + [
+            (job, float(scores[ids.tolist().index(job)]))
+        ]
+        if outranked(list(dict(full).items()), job, top_k):
+            decided += 1
+            assert job not in top
+    assert decided > 100
