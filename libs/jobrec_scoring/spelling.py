@@ -17,9 +17,9 @@ import numpy as np
 BLOCK = 4096
 
 
-def _codes(texts: list[str], width: int, padding: int) -> np.ndarray:
-    """Texts as rows of byte codes, padded to `width` with `padding`."""
-    codes = np.full((len(texts), max(width, 1)), padding, dtype=np.uint8)
+def _codes(texts: list[str], width: int) -> np.ndarray:
+    """Texts as rows of byte codes, padded with zeros to `width`."""
+    codes = np.zeros((len(texts), width), dtype=np.uint8)
     for row, text in enumerate(texts):
         codes[row, : len(text)] = np.frombuffer(text.encode("ascii", "replace"), np.uint8)
     return codes
@@ -30,9 +30,10 @@ def _block_distances(first: list[str], second: list[str]) -> np.ndarray:
     lengths_second = np.fromiter(map(len, second), np.int64, len(second))
     width_first = int(lengths_first.max(initial=0))
     width_second = int(lengths_second.max(initial=0))
-    # different paddings: padding never matches padding, and no cell past a length is read
-    a = _codes(first, width_first, 0)
-    b = _codes(second, width_second, 1)[:, :width_second]
+    # A pair's distance is read at its own lengths, and a cell depends only on the cells above
+    # and to its left: what the padding holds never reaches it.
+    a = _codes(first, width_first)
+    b = _codes(second, width_second)
     offsets = np.arange(width_second + 1, dtype=np.int16)
     row = np.broadcast_to(offsets, (len(first), width_second + 1)).copy()
     candidate = np.empty_like(row)
