@@ -93,9 +93,9 @@ def test_with_the_spelling_rule_a_typo_finds_its_title_whatever_the_network_says
     torch.manual_seed(3)
     titles = ["registered nurse", "line cook", "ager", "bagger operator", "dental hygienist"]
     normaliser = TitleNormaliser.of(TitleEncoder(SPEC), titles, ["n", "c", "a", "b", "d"])
-    typos = ["registred nurse", "lime cook", "bagger operatr", "dentalhygienist"]
+    typos: list[str | None] = ["registred nurse", "lime cook", "bagger operatr", "dentalhygienist"]
     spelt = normaliser.with_lookup(Lookup(spelling=0.05))
     assert normaliser.occupations[spelt.nearest(typos)[0]].tolist() == ["n", "c", "b", "d"]
     # a title no known title is within its budget of is looked up as without the rule
-    far = ["chief executive", "cook"]
+    far: list[str | None] = ["chief executive", "cook"]
     assert spelt.nearest(far)[0].tolist() == normaliser.nearest(far)[0].tolist()
