@@ -30,6 +30,7 @@ from jobrec_core.platform.tables import (
     write_delta,
 )
 from jobrec_core.search.bounded import (
+    Hits,
     contenders,
     exact_top,
     field_statistics,
@@ -149,59 +150,21 @@ def _two_pass_batch(
     """The batch's BM25 searches in two passes (`search.bounded`): fills `results` for the
     queries answered exactly, returns the others (undecided, or a pass failed) for the
     one-pass search with its retries and errors."""
-    words = {position: texts[position].split() for position in batch}
     try:
-        statistics = field_statistics(
-            client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
-        )
-        splits = {
-            position: split_common(ws, statistics, settings.boosts, settings.bound_budget)
-            for position, ws in words.items()
-        }
-        first = _msearch(
+        answered = _first_pass_then_full(
             client,
             index,
-            [
-                first_pass_body(
-                    rare,
-                    settings.boosts,
-                    settings.bound_window,
-                    settings.auto_generate_synonyms_phrase_query,
-                )
-                for rare, _ in splits.values()
-            ],
+            texts,
+            batch,
             settings,
+            (settings.bound_budget, settings.bound_window),
+            lambda _, bound, first: contenders(first, bound, settings.top_k),
         )
     except (TransportError, ApiError) as error:
-        log.debug("two-pass search: first pass failed (%s); one pass instead", error)
+        log.debug("two-pass search failed (%s); one pass instead", error)
         return batch
-    firsts = {
-        position: first_pass_hits(item)
-        for position, item in zip(batch, first, strict=True)
-        if "error" not in item
-    }
-    jobs = {
-        position: contenders(hits, splits[position][1], settings.top_k)
-        for position, hits in firsts.items()
-    }
-    asked = [position for position in firsts if jobs[position]]
-    try:
-        second = _msearch(
-            client,
-            index,
-            [second_pass_body(multi_match_query(texts[p], settings), jobs[p]) for p in asked],
-            settings,
-        )
-    except (TransportError, ApiError) as error:
-        log.debug("two-pass search: second pass failed (%s); one pass instead", error)
-        return batch
-    for position, item in zip(asked, second, strict=True):
-        if "error" in item:
-            continue
-        full = [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
-        ranked = exact_top(
-            full, firsts[position], settings.bound_window, splits[position][1], settings.top_k
-        )
+    for position, (bound, first, full) in answered.items():
+        ranked = exact_top(full, first, settings.bound_window, bound, settings.top_k)
         if ranked is not None:
             results[position] = SearchResult(ranked)
     return [position for position in batch if results[position] is None]
@@ -222,48 +185,84 @@ def screened_out(
     if settings.screen_budget <= 0 or settings.type != "most_fields":
         return outside
     for start in range(0, len(texts), settings.msearch_batch):
-        batch = range(start, min(start + settings.msearch_batch, len(texts)))
-        words = {position: texts[position].split() for position in batch}
         try:
-            statistics = field_statistics(
-                client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
-            )
-            named = _msearch(
+            answered = _first_pass_then_full(
                 client,
                 index,
-                [
-                    first_pass_body(
-                        split_common(ws, statistics, settings.boosts, settings.screen_budget)[0],
-                        settings.boosts,
-                        settings.screen_window,
-                        settings.auto_generate_synonyms_phrase_query,
-                    )
-                    for ws in words.values()
-                ],
+                texts,
+                range(start, min(start + settings.msearch_batch, len(texts))),
                 settings,
-            )
-            asked = [
-                (position, sorted({job for job, _ in first_pass_hits(item)} | {jobs[position]}))
-                for position, item in zip(batch, named, strict=True)
-                if "error" not in item
-            ]
-            scored = _msearch(
-                client,
-                index,
-                [
-                    second_pass_body(multi_match_query(texts[position], settings), wanted)
-                    for position, wanted in asked
-                ],
-                settings,
+                (settings.screen_budget, settings.screen_window),
+                lambda position, _, first: sorted({job for job, _ in first} | {jobs[position]}),
             )
         except (TransportError, ApiError) as error:
             log.debug("screen failed (%s): the full searches run", error)
             continue
-        for (position, _), item in zip(asked, scored, strict=True):
-            if "error" not in item:
-                full = [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
-                outside[position] = outranked(full, int(jobs[position]), settings.top_k)
+        for position, (_, _, full) in answered.items():
+            outside[position] = outranked(full, int(jobs[position]), settings.top_k)
     return outside
+
+
+def _first_pass_then_full(
+    client: Elasticsearch,
+    index: str,
+    texts: Sequence[str],
+    batch: Iterable[int],
+    settings: RetrievalConfig,
+    pass_budget: tuple[float, int],
+    named: Callable[[int, float, Hits], list[int]],
+) -> dict[int, tuple[float, Hits, Hits]]:
+    """`search.bounded`'s two requests for a batch of BM25 queries: a first pass without
+    each query's commonest words (`split_common` at the budget of `pass_budget`, which also
+    gives `U`, the most they can add) names up to its window of jobs; then the full query
+    scores exactly the jobs `named(position, U, first-pass hits)` picks (none: not asked).
+    Returns, for each query both passes answered, its `U` and both passes' hits. A pass
+    that fails as a whole raises."""
+    budget, window = pass_budget
+    words = {position: texts[position].split() for position in batch}
+    statistics = field_statistics(
+        client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
+    )
+    splits = {
+        position: split_common(ws, statistics, settings.boosts, budget)
+        for position, ws in words.items()
+    }
+    first = _msearch(
+        client,
+        index,
+        [
+            first_pass_body(
+                rare, settings.boosts, window, settings.auto_generate_synonyms_phrase_query
+            )
+            for rare, _ in splits.values()
+        ],
+        settings,
+    )
+    firsts = {
+        position: first_pass_hits(item)
+        for position, item in zip(words, first, strict=True)
+        if "error" not in item
+    }
+    jobs = {position: named(position, splits[position][1], h) for position, h in firsts.items()}
+    asked = [position for position in firsts if jobs[position]]
+    full = _msearch(
+        client,
+        index,
+        [second_pass_body(multi_match_query(texts[p], settings), jobs[p]) for p in asked],
+        settings,
+    )
+    return {
+        position: (splits[position][1], firsts[position], hits)
+        for position, item in zip(asked, full, strict=True)
+        if (hits := _answer_hits(item)) is not None
+    }
+
+
+def _answer_hits(item: dict[str, Any]) -> Hits | None:
+    """A `_msearch` answer's (job id, score) hits, in the answer's order; None if it failed."""
+    if "error" in item:
+        return None
+    return [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
 
 
 def _msearch(
@@ -313,8 +312,8 @@ def _search_batch(
             continue
         retry = []
         for position, item in zip(pending, responses, strict=True):
-            if "error" not in item:
-                hits = [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
+            hits = _answer_hits(item)
+            if hits is not None:
                 ranked = ranked_hits(hits, settings.top_k, asked)
                 results[position] = _TIE_UNRESOLVED if ranked is None else SearchResult(ranked)
                 continue
