@@ -3,15 +3,18 @@ triple set.
 
     .venv/bin/python benchmarks/train.py throughput --preset demo --processes 1 2
     .venv/bin/python benchmarks/train.py export --preset demo --out DIR
-    python benchmarks/train.py throughput --plan DIR/plan.json --device gpu --processes 1
+    python benchmarks/train.py throughput --plan DIR/plan.json --device gpu --processes 1 \
+        --decode-workers 0 4
     .venv/bin/python benchmarks/train.py stream --triples 10000000 --dir /tmp/jobrec-triples
 
 `throughput` trains on the preset's stored triples (run the demo first) with plain torchrun,
 once per process count, side by side in one run, and reports training triples/s over the
 training passes alone (dev evaluation excluded), and apart from them the seconds the epochs'
-dev evaluations took. The baseline is the first process count.
+dev evaluations took. The baseline is the first row: `--prefetch` and `--decode-workers`
+(loader processes that read and decode, `training.decode_workers`) add rows.
 
-`export` copies the configured model's plan and the Parquet files it reads into one folder;
+`export` copies the configured model's plan and the Parquet files it reads into one folder
+(`--row-groups`: rewritten in that many row groups a file, so that loader workers can share them);
 `throughput --plan` trains from such a folder where only torch, Petastorm, numpy and pandas
 are installed (the worker needs no Spark, MLflow or configuration): how the GPU path is
 measured on a GPU machine. `--device gpu` runs one process per GPU with NCCL.
@@ -78,7 +81,7 @@ def export(args: argparse.Namespace) -> int:
         for number, url in enumerate(plan[key]):
             target = Path("data") / key / f"part-{number:05d}.parquet"
             (out / target).parent.mkdir(parents=True, exist_ok=True)
-            recompress(Path(local_path(url)), out / target)
+            recompress(Path(local_path(url)), out / target, args.row_groups)
             copied.append(str(target))
         plan[key] = copied
     plan |= {"tracking_uri": None, "run_id": None, "described": described}
@@ -88,13 +91,15 @@ def export(args: argparse.Namespace) -> int:
     return 0
 
 
-def recompress(source: Path, target: Path) -> None:
-    """The same rows, in as many row groups of equal size (Petastorm shards by row group),
-    in zstd: about a third smaller than Spark's snappy, for the 64 MiB a GPU machine is sent."""
+def recompress(source: Path, target: Path, row_groups: int | None) -> None:
+    """The same rows, in as many row groups of equal size as stored or as `row_groups` says
+    (Petastorm shards by row group: loader workers need several each), in zstd: about a
+    third smaller than Spark's snappy, for the 64 MiB a GPU machine is sent."""
     import pyarrow.parquet as pq
 
     stored = pq.ParquetFile(source)
-    rows_per_group = -(-stored.metadata.num_rows // max(stored.metadata.num_row_groups, 1))
+    groups = row_groups or stored.metadata.num_row_groups
+    rows_per_group = -(-stored.metadata.num_rows // max(groups, 1))
     pq.write_table(
         stored.read(),
         target,
@@ -126,34 +131,111 @@ def throughput(args: argparse.Namespace) -> int:
         plan["batch_size"] = args.batch_size
     rows = []
     for prefetch in args.prefetch or [plan.get("prefetch_batches", 0)]:
-        for processes in args.processes:
-            directory = Path(args.dir) / f"throughput-{args.device}-{processes}-{prefetch}"
-            shutil.rmtree(directory, ignore_errors=True)
-            directory.mkdir(parents=True)
-            run_plan = TrainPlan(
-                **(plan | {"checkpoint_dir": str(directory), "prefetch_batches": prefetch})
-            )
-            command = torchrun_command(write_plan(run_plan, directory), processes)
-            measured = run_measured(command)
-            if measured.returncode != 0:
-                print(measured.output[-3000:])
-                return 1
-            history = json.loads((directory / "result.json").read_text())["history"]
-            train_s = sum(r["train_seconds"] for r in history)
-            triples = sum(r["triples"] for r in history)
-            rows.append((processes, prefetch, triples, train_s, measured, history))
-    base = rows[0][2] / rows[0][3]
-    print(f"\nDRMM training on {described} ({rows[0][2] // args.epochs:,} triples/epoch, "
+        for workers in args.decode_workers or [plan.get("decode_workers", 0)]:
+            for processes in args.processes:
+                setting = f"{args.device}-{processes}-{prefetch}-{workers}"
+                directory = Path(args.dir) / f"throughput-{setting}"
+                shutil.rmtree(directory, ignore_errors=True)
+                directory.mkdir(parents=True)
+                run_plan = TrainPlan(
+                    **plan
+                    | {
+                        "checkpoint_dir": str(directory),
+                        "prefetch_batches": prefetch,
+                        "decode_workers": workers,
+                    }
+                )
+                command = torchrun_command(write_plan(run_plan, directory), processes)
+                measured = run_measured(command)
+                if measured.returncode != 0:
+                    print(measured.output[-3000:])
+                    return 1
+                history = json.loads((directory / "result.json").read_text())["history"]
+                train_s = sum(r["train_seconds"] for r in history)
+                triples = sum(r["triples"] for r in history)
+                rows.append((processes, prefetch, workers, triples, train_s, measured, history))
+    base = rows[0][3] / rows[0][4]
+    print(f"\nDRMM training on {described} ({rows[0][3] // args.epochs:,} triples/epoch, "
           f"{args.epochs} epochs, batch {plan['batch_size']}/process, "
           f"{_hardware(args.device)})")  # fmt: skip
-    print(f"{'processes':>9}{'prefetch':>9}{'triples/s':>11}{'vs first':>9}{'train s':>9}"
-          f"{'dev s':>7}{'wall s':>8}{'peak GiB':>10}{'dev MRR':>9}")  # fmt: skip
-    for processes, prefetch, triples, train_s, measured, history in rows:
+    print(f"{'processes':>9}{'prefetch':>9}{'workers':>8}{'triples/s':>11}{'vs first':>9}"
+          f"{'train s':>9}{'dev s':>7}{'wall s':>8}{'peak GiB':>10}{'dev MRR':>9}")  # fmt: skip
+    for processes, prefetch, workers, triples, train_s, measured, history in rows:
         rate = triples / train_s
         dev_s = sum(r["seconds"] - r["train_seconds"] for r in history)
-        print(f"{processes:>9}{prefetch:>9}{rate:>11,.0f}{rate / base:>8.2f}x{train_s:>9.1f}"
-              f"{dev_s:>7.1f}{measured.seconds:>8.1f}{measured.peak_rss_bytes / GIB:>10.2f}"
-              f"{history[-1]['dev_mrr']:>9.4f}")  # fmt: skip
+        print(f"{processes:>9}{prefetch:>9}{workers:>8}{rate:>11,.0f}{rate / base:>8.2f}x"
+              f"{train_s:>9.1f}{dev_s:>7.1f}{measured.seconds:>8.1f}"
+              f"{measured.peak_rss_bytes / GIB:>10.2f}{history[-1]['dev_mrr']:>9.4f}")  # fmt: skip
+    return 0
+
+
+def pass_parts(args: argparse.Namespace) -> int:
+    """Where a training pass's time goes, in one process: reading and decoding alone (with
+    each number of loader workers), then also joining the two sides and copying them to the
+    device, then the training step alone on batches already there (forward, backward,
+    optimiser; repeated over the first `--step-batches` batches)."""
+    import torch
+
+    from jobrec_core.models.drmm import hinge_loss, phases, set_phase
+    from jobrec_core.training.batches import (
+        ReaderSettings,
+        TripleStream,
+        loader,
+        training_batches,
+    )
+    from jobrec_scoring.network import Drmm, DrmmSpec
+
+    plan, described = exported_plan(Path(args.plan)) if args.plan else stored_plan(args)
+    batch_size = args.batch_size or plan["batch_size"]
+    device = torch.device("cuda" if args.device == "gpu" else "cpu")
+    spec = DrmmSpec.from_dict(plan["spec"])
+    settings = ReaderSettings(tuple(plan["train_files"]), batch_size, shuffle=True, seed=1)
+
+    def synchronise() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def timed_pass(workers: int, to_device: bool) -> tuple[int, float]:
+        started = time.perf_counter()
+        stream = TripleStream(settings, spec)
+        if to_device:  # as the training does
+            rows = sum(size for size, _ in training_batches(stream, workers, device))
+        else:
+            rows = sum(len(batch) for batch in loader(stream, workers))
+        synchronise()
+        return rows, time.perf_counter() - started
+
+    print(f"\nTraining pass parts on {described} (batch {batch_size}, {_hardware(args.device)})")
+    print(f"{'part':<44}{'workers':>8}{'triples/s':>11}{'seconds':>9}")
+    for workers in args.decode_workers or [0]:
+        for to_device, part in ((False, "read + decode"), (True, "read + decode + copy to device")):
+            rows, seconds = timed_pass(workers, to_device)
+            print(f"{part:<44}{workers:>8}{rows / seconds:>11,.0f}{seconds:>9.2f}")
+    batches = []
+    for batch in training_batches(TripleStream(settings, spec), 0, device):
+        batches.append(batch)
+        if len(batches) == args.step_batches:
+            break
+    torch.manual_seed(0)
+    model = Drmm(spec).to(device)
+    set_phase(model, phases(spec)[0])
+    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    model.train()
+    for _round in range(2):  # the first round warms up (kernels, allocator)
+        synchronise()
+        started, rows = time.perf_counter(), 0
+        for size, both in batches:
+            scores = model(*both.tensors())
+            loss = hinge_loss(scores[:size], scores[size:], plan["hinge_margin"])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            rows += size
+        synchronise()
+        seconds = time.perf_counter() - started
+    step_ms = seconds / len(batches) * 1000
+    print(f"{'training step alone (' + f'{step_ms:.2f} ms a batch)':<44}{'':>8}"
+          f"{rows / seconds:>11,.0f}{seconds:>9.2f}")  # fmt: skip
     return 0
 
 
@@ -288,13 +370,25 @@ def main(argv: list[str] | None = None) -> int:
     speed.add_argument(
         "--prefetch", type=int, nargs="+", help="training.prefetch_batches values to compare"
     )
+    speed.add_argument(
+        "--decode-workers", type=int, nargs="+", help="training.decode_workers values to compare"
+    )
     speed.add_argument("--processes", type=int, nargs="+", default=[1, 2])
     speed.add_argument("--epochs", type=int, default=2)
     speed.add_argument("--dir", default="/tmp/jobrec-bench/train")
     speed.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    split = parts.add_parser("parts")
+    split.add_argument("--preset", default="demo")
+    split.add_argument("--plan", help="an exported plan.json instead of the preset's store")
+    split.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    split.add_argument("--batch-size", type=int, help="instead of training.batch_size")
+    split.add_argument("--decode-workers", type=int, nargs="+", help="loader workers to compare")
+    split.add_argument("--step-batches", type=int, default=40)
+    split.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     bundle = parts.add_parser("export")
     bundle.add_argument("--preset", default="demo")
     bundle.add_argument("--out", default="/tmp/jobrec-bench/train/export")
+    bundle.add_argument("--row-groups", type=int, help="per file, instead of as stored")
     bundle.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     memory = parts.add_parser("stream")
     memory.add_argument("--triples", type=int, default=10_000_000)
@@ -302,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     memory.add_argument("--dir", default="/tmp/jobrec-bench/train")
     memory.add_argument("--regenerate", action="store_true")
     args = parser.parse_args(arguments)
-    return {"throughput": throughput, "export": export, "stream": stream}[args.part](args)
+    run = {"throughput": throughput, "parts": pass_parts, "export": export, "stream": stream}
+    return run[args.part](args)
 
 
 if __name__ == "__main__":

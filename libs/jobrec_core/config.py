@@ -356,6 +356,7 @@ class TrainingConfig(_Section):
     use_gpu: bool
     shuffle_buffer_rows: int = Field(gt=0)
     prefetch_batches: int = Field(ge=0)
+    decode_workers: int = Field(ge=0)
     eval_batch_size: int = Field(gt=0)
     learning_curve_sizes: list[int]
 

@@ -33,6 +33,9 @@ class TripleBatch:
     def __len__(self) -> int:
         return int(self.positive.hist.shape[0])
 
+    def pin_memory(self) -> TripleBatch:
+        return TripleBatch(self.positive.pin_memory(), self.negative.pin_memory())
+
 
 @dataclass
 class DocumentBatch:

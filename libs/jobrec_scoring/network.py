@@ -105,6 +105,11 @@ class DrmmInputs:
     def to(self, device: torch.device | str) -> DrmmInputs:
         return DrmmInputs(*(t.to(device, non_blocking=True) for t in self.tensors()))
 
+    def pin_memory(self) -> DrmmInputs:
+        """Page-locked copies (`DataLoader(pin_memory=True)` calls this): a copy to a GPU
+        from them runs asynchronously."""
+        return DrmmInputs(*(t.pin_memory() for t in self.tensors()))
+
     def tensors(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
         return self.hist, self.mask, self.gate, self.extras
 

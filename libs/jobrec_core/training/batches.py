@@ -20,14 +20,14 @@ import logging
 import queue
 import threading
 from collections.abc import Generator, Iterable, Iterator
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Any, TypeVar
 
 import numpy as np
 import torch
 from petastorm import make_batch_reader
 from petastorm.transform import TransformSpec
-from torch.utils.data import DataLoader, IterableDataset
+from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.quiet import quiet_petastorm
@@ -43,7 +43,7 @@ from jobrec_scoring.inputs import (
     to_bytes,
     triple_columns,
 )
-from jobrec_scoring.network import DrmmSpec
+from jobrec_scoring.network import DrmmInputs, DrmmSpec
 from jobrec_scoring.vectors import QueryVectors
 
 log = logging.getLogger(__name__)
@@ -267,9 +267,10 @@ class _Stream(IterableDataset):
         raise NotImplementedError
 
     def __iter__(self) -> Iterator[Any]:
-        batches = rebatch(stream_columns(self.settings, self.columns()), self.settings)
+        settings = worker_share(self.settings)
+        batches = rebatch(stream_columns(settings, self.columns()), settings)
         decoded = map(self.decode, batches)
-        if not self.settings.keep_in_memory:
+        if not settings.keep_in_memory:
             return decoded
         spec = json.dumps(self.spec.to_dict(), sort_keys=True)
         key = (type(self).__name__, self.settings, spec, id(self.vectors))
@@ -349,7 +350,43 @@ def prefetched(items: Iterable[T], depth: int) -> Generator[T, None, None]:
         producer.join()
 
 
-def loader(stream: IterableDataset) -> DataLoader:
+def worker_share(settings: ReaderSettings) -> ReaderSettings:
+    """This loader worker's part of the process's shard. With `w` worker processes (see
+    :func:`loader`), shard `s` of `n` becomes shard `s * w + i` of `n * w` for worker `i`: each
+    row is read and decoded by exactly one worker, by row group where there are enough of
+    them (:func:`stream_columns`). In the process itself (no workers) nothing changes."""
+    worker = get_worker_info()
+    if worker is None or worker.num_workers == 1:
+        return settings
+    if settings.keep_in_memory:
+        raise ValueError("an evaluation set kept in memory is read in the process, not workers")
+    return replace(
+        settings,
+        shard=settings.shard * worker.num_workers + worker.id,
+        shards=settings.shards * worker.num_workers,
+    )
+
+
+def loader(stream: IterableDataset, workers: int = 0, pin: bool = False) -> DataLoader:
     """A DataLoader over already-batched items: batching, shuffling and sharding happen in
-    the stream (Petastorm shards by row group), so the loader adds none of its own."""
-    return DataLoader(stream, batch_size=None, num_workers=0)
+    the stream (Petastorm shards by row group), so the loader adds none of its own.
+
+    `workers` > 0 reads and decodes in that many worker processes, each its own share
+    (:func:`worker_share`), taken in turn: the order is fixed for a given number of
+    workers, so a run stays reproducible, but differs from another number's. This is what
+    feeds a GPU, whose host decodes about 7,000 triples/s on one thread (docs/BENCHMARKS.md,
+    "GPU training"). `pin`: a thread of the loader copies each batch into page-locked memory
+    as it arrives from a worker."""
+    return DataLoader(stream, batch_size=None, num_workers=workers, pin_memory=pin)
+
+
+def training_batches(
+    stream: TripleStream, workers: int, device: torch.device
+) -> Iterator[tuple[int, DrmmInputs]]:
+    """A training pass's batches as (triples, both sides' inputs on `device`, positives
+    first). On a GPU with loader workers, the loader's pinning thread takes each batch from
+    its worker: the first reads of a worker's shared memory cost about as much as decoding
+    it (on the H200 machine), and would otherwise stall the thread that drives the GPU. The
+    copies to the GPU are then asynchronous, and the two sides are joined there."""
+    for batch in loader(stream, workers, pin=workers > 0 and device.type == "cuda"):
+        yield len(batch), DrmmInputs.concat(batch.positive.to(device), batch.negative.to(device))

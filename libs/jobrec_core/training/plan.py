@@ -30,6 +30,7 @@ class TrainPlan:
     k: int
     use_gpu: bool = False
     prefetch_batches: int = 0  # decoded ahead by a background thread (0: none)
+    decode_workers: int = 0  # loader processes that read and decode the triples (0: none)
     vectors_file: str | None = None  # the embeddings' word vectors, for embedding gating
     tracking_uri: str | None = None
     run_id: str | None = None

@@ -40,14 +40,14 @@ from jobrec_core.platform.logs import setup_logging
 from jobrec_core.training.batches import (
     ReaderSettings,
     TripleStream,
-    loader,
     prefetched,
     release_kept,
+    training_batches,
 )
 from jobrec_core.training.checkpoints import Checkpoints
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.scoring import evaluate
-from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
+from jobrec_scoring.network import Drmm, DrmmSpec
 
 log = logging.getLogger(__name__)
 
@@ -253,10 +253,8 @@ def _epoch(
     totals = torch.zeros(3, dtype=torch.float64, device=process.device)
     wrapped.train()
     joined = wrapped.join() if isinstance(wrapped, nn.parallel.DistributedDataParallel) else None
-    on_device = (
-        (len(batch), DrmmInputs.concat(batch.positive, batch.negative).to(process.device))
-        for batch in loader(TripleStream(settings, model.spec, model.query_vectors))
-    )
+    stream = TripleStream(settings, model.spec, model.query_vectors)
+    on_device = training_batches(stream, plan.decode_workers, process.device)
     with joined or nullcontext():
         for size, both in prefetched(on_device, plan.prefetch_batches):
             scores = wrapped(*both.tensors())

@@ -78,6 +78,31 @@ def test_triples_stream_from_the_current_snapshot_only(spark, tiny, tiny_pairs):
     assert sum(halves) == expected and min(halves) > 0
 
 
+def test_loader_workers_share_the_rows_in_a_fixed_order(spark, tiny, tiny_pairs):
+    """`training.decode_workers`: worker processes read and decode disjoint shares of the
+    triples, every triple once, and the same order on every run."""
+    config = tiny[0]
+    files = tuple(snapshot_files(spark, manifest.current(config, "pairs")["triples"], "train"))
+    spec = spec_from_config(config, config.embeddings.vector_size)
+    settings = ReaderSettings(files, 16, shuffle=True, seed=3)
+
+    def rows(workers: int) -> list[tuple[float, float]]:
+        """Each triple as (its positive's, its negative's histogram sum), in streamed order."""
+        return [
+            (float(p), float(n))
+            for batch in loader(TripleStream(settings, spec), workers)
+            for p, n in zip(
+                batch.positive.hist.sum(dim=(1, 2)),
+                batch.negative.hist.sum(dim=(1, 2)),
+                strict=True,
+            )
+        ]
+
+    alone, shared, shared_again = rows(0), rows(2), rows(2)
+    assert sorted(shared) == sorted(alone) and len(alone) > 16
+    assert shared == shared_again
+
+
 def test_evaluation_sets_are_decoded_once_and_kept(spark, tiny, tiny_pairs, monkeypatch):
     """An evaluation stream (`keep_in_memory`) decodes its files on the first pass only; the
     batches it keeps equal a fresh read's, a change of model spec decodes anew, and a set over
