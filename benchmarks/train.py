@@ -176,13 +176,15 @@ def pass_parts(args: argparse.Namespace) -> int:
     optimiser; repeated over the first `--step-batches` batches)."""
     import torch
 
-    from jobrec_core.models.drmm import hinge_loss, phases, set_phase
+    from jobrec_core.models.drmm import phases, set_phase
     from jobrec_core.training.batches import (
         ReaderSettings,
         TripleStream,
         loader,
         training_batches,
     )
+    from jobrec_core.training.plan import TrainPlan
+    from jobrec_core.training.worker import make_optimizer, train_step
     from jobrec_scoring.network import Drmm, DrmmSpec
 
     plan, described = exported_plan(Path(args.plan)) if args.plan else stored_plan(args)
@@ -216,20 +218,17 @@ def pass_parts(args: argparse.Namespace) -> int:
         batches.append(batch)
         if len(batches) == args.step_batches:
             break
-    torch.manual_seed(0)
+    train_plan = TrainPlan(**plan)
+    torch.manual_seed(train_plan.seed)
     model = Drmm(spec).to(device)
     set_phase(model, phases(spec)[0])
-    optimizer = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=1e-3)
+    optimizer = make_optimizer(train_plan, model)
     model.train()
     for _round in range(2):  # the first round warms up (kernels, allocator)
         synchronise()
         started, rows = time.perf_counter(), 0
         for size, both in batches:
-            scores = model(*both.tensors())
-            loss = hinge_loss(scores[:size], scores[size:], plan["hinge_margin"])
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            train_step(model, optimizer, size, both, train_plan)
             rows += size
         synchronise()
         seconds = time.perf_counter() - started

@@ -356,7 +356,7 @@ def worker_share(settings: ReaderSettings) -> ReaderSettings:
     row is read and decoded by exactly one worker, by row group where there are enough of
     them (:func:`stream_columns`). In the process itself (no workers) nothing changes."""
     worker = get_worker_info()
-    if worker is None or worker.num_workers == 1:
+    if worker is None:
         return settings
     if settings.keep_in_memory:
         raise ValueError("an evaluation set kept in memory is read in the process, not workers")

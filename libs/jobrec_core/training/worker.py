@@ -47,7 +47,7 @@ from jobrec_core.training.batches import (
 from jobrec_core.training.checkpoints import Checkpoints
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.scoring import evaluate
-from jobrec_scoring.network import Drmm, DrmmSpec
+from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
         if phase < start_phase:
             continue
         set_phase(model, phase)
-        optimizer = _optimizer(plan, model)
+        optimizer = make_optimizer(plan, model)
         if optimizer_state is not None and phase == start_phase:
             optimizer.load_state_dict(optimizer_state)
         wrapped = _distributed(model, process)
@@ -257,13 +257,8 @@ def _epoch(
     on_device = training_batches(stream, plan.decode_workers, process.device)
     with joined or nullcontext():
         for size, both in prefetched(on_device, plan.prefetch_batches):
-            scores = wrapped(*both.tensors())
-            positive, negative = scores[:size], scores[size:]
-            loss = hinge_loss(positive, negative, plan.hinge_margin)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
-            totals[0] += loss.detach() * size
+            loss, positive, negative = train_step(wrapped, optimizer, size, both, plan)
+            totals[0] += loss * size
             totals[1] += (positive > negative).sum()
             totals[2] += size
     if process.world > 1:
@@ -335,7 +330,26 @@ def _all_cores(process: _Process) -> Iterator[None]:
         torch.set_num_threads(threads)
 
 
-def _optimizer(plan: TrainPlan, model: nn.Module) -> torch.optim.Optimizer:
+def train_step(
+    model: nn.Module,
+    optimizer: torch.optim.Optimizer,
+    size: int,
+    both: DrmmInputs,
+    plan: TrainPlan,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One optimisation step on a batch of `size` triples, positives first in `both`: the
+    hinge loss (detached) and the positives' and negatives' scores. Nothing is read back
+    from the device."""
+    scores = model(*both.tensors())
+    positive, negative = scores[:size], scores[size:]
+    loss = hinge_loss(positive, negative, plan.hinge_margin)
+    optimizer.zero_grad(set_to_none=True)
+    loss.backward()
+    optimizer.step()
+    return loss.detach(), positive, negative
+
+
+def make_optimizer(plan: TrainPlan, model: nn.Module) -> torch.optim.Optimizer:
     trainable = [p for p in model.parameters() if p.requires_grad]
     if plan.optimizer == "adam":
         return torch.optim.Adam(trainable, lr=plan.learning_rate)
