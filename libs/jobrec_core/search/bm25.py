@@ -71,6 +71,10 @@ class SearchResult:
 
     hits: list[tuple[int, float]] | None
     error: str | None = None
+    # `search_all`'s `also_score`: the BM25 score of each asked job that matches the query,
+    # whether or not it is among the hits (an asked job missing here shares no word with the
+    # query: 0). None where none was asked, or the answer could not carry them.
+    scored: dict[int, float] | None = None
 
 
 def search_body(text: str, settings: RetrievalConfig, size: int) -> dict[str, Any]:
@@ -104,6 +108,35 @@ def ranked_hits(
 # A search request from its query (a text, a vector, ...) and how many hits to ask for.
 RequestBody = Callable[[Any, int], dict[str, Any]]
 
+# The most hits a `top_hits` aggregation may return: Elasticsearch's default
+# `index.max_inner_result_window`. A query asking more is scored by a request of its own.
+INNER_HITS_LIMIT = 100
+_SCORED = "scored"
+
+
+def with_scores_of(body: dict[str, Any], jobs: Sequence[int]) -> dict[str, Any]:
+    """`body` that also returns the score of each of `jobs` its query matches, hit or not:
+    a `filter` bucket of those jobs whose `top_hits` keeps them all, by the same scorer as
+    the hits (so the same floats). The search is exhaustive (`track_total_hits`), so the
+    bucket costs a lookup per matching job, not another pass over the postings."""
+    return {
+        **body,
+        "aggs": {
+            _SCORED: {
+                "filter": {"ids": {"values": [str(j) for j in jobs]}},
+                "aggs": {"hits": {"top_hits": {"size": len(jobs), "_source": False}}},
+            }
+        },
+    }
+
+
+def scored_jobs(item: dict[str, Any]) -> dict[int, float] | None:
+    """The scores an answer to :func:`with_scores_of` carries (None for another answer)."""
+    bucket = item.get("aggregations", {}).get(_SCORED)
+    if bucket is None:
+        return None
+    return {int(h["_id"]): float(h["_score"]) for h in bucket["hits"]["hits"]["hits"]}
+
 
 def search_all(
     client: Elasticsearch,
@@ -111,10 +144,17 @@ def search_all(
     texts: Sequence[Any],
     settings: RetrievalConfig,
     body: RequestBody | None = None,
+    also_score: Sequence[Sequence[int]] | None = None,
 ) -> list[SearchResult]:
     """Every query of `texts`, in `_msearch` batches of `retrieval.msearch_batch`: the paper's
     BM25 request (:func:`search_body`), or `body`'s for another kind of query (a kNN vector,
     `search.dense`), with the same tie handling, retries and errors.
+
+    `also_score` names, for each query, jobs whose scores are wanted even outside its hits
+    (the hybrid pool's kNN jobs, `search.dense`). A one-pass search carries them in the same
+    request (:func:`with_scores_of`), in `SearchResult.scored`: the query's postings are read
+    once, not again by a request restricted to those jobs. Where a query was answered by the
+    two passes, or asks more than `INNER_HITS_LIMIT` jobs, `scored` is None.
 
     Each batch runs at most `retrieval.max_concurrent_searches` searches at once on the
     cluster. A batch that fails as a whole (timeout, connection, HTTP 429/5xx) and each query
@@ -122,7 +162,13 @@ def search_all(
     `retrieval.max_retries` times; a query refused as invalid is not retried. Either way a
     failure is returned as a result with its error, never dropped.
     """
-    request = body or (lambda text, size: search_body(text, settings, size))
+    query_body = body or (lambda text, size: search_body(text, settings, size))
+
+    def request(position: int, size: int) -> dict[str, Any]:
+        built = query_body(texts[position], size)
+        jobs = also_score[position] if also_score is not None else ()
+        return with_scores_of(built, jobs) if 0 < len(jobs) <= INNER_HITS_LIMIT else built
+
     two_passes = body is None and settings.bound_budget > 0 and settings.type == "most_fields"
     results: list[SearchResult | None] = [None] * len(texts)
     for start in range(0, len(texts), settings.msearch_batch):
@@ -133,7 +179,7 @@ def search_all(
         # twice as many, until the tie ends inside the answer (rare: equal BM25 scores).
         asked = settings.top_k + settings.tie_margin
         while batch:
-            _search_batch(client, index, texts, batch, settings, asked, results, request)
+            _search_batch(client, index, batch, settings, asked, results, request)
             batch = [position for position in batch if results[position] is _TIE_UNRESOLVED]
             asked *= 2
     return [r if r is not None else SearchResult(None, "not searched") for r in results]
@@ -287,12 +333,11 @@ _TIE_UNRESOLVED = SearchResult(None, "tie past the hits asked for")
 def _search_batch(
     client: Elasticsearch,
     index: str,
-    texts: Sequence[Any],
     pending: list[int],
     settings: RetrievalConfig,
     asked: int,
     results: list[SearchResult | None],
-    request: RequestBody,
+    request: Callable[[int, int], dict[str, Any]],
 ) -> None:
     backoff = settings.backoff_s
     last_error = ""
@@ -302,7 +347,7 @@ def _search_batch(
             backoff *= 2
         try:
             responses = _msearch(
-                client, index, [request(texts[position], asked) for position in pending], settings
+                client, index, [request(position, asked) for position in pending], settings
             )
         except (TransportError, ApiError) as error:
             status = getattr(error, "status_code", None) or getattr(error, "status", None)
@@ -315,7 +360,11 @@ def _search_batch(
             hits = _answer_hits(item)
             if hits is not None:
                 ranked = ranked_hits(hits, settings.top_k, asked)
-                results[position] = _TIE_UNRESOLVED if ranked is None else SearchResult(ranked)
+                results[position] = (
+                    _TIE_UNRESOLVED
+                    if ranked is None
+                    else SearchResult(ranked, scored=scored_jobs(item))
+                )
                 continue
             status = int(item.get("status", 500))
             reason = f"HTTP {status}: {item['error'].get('type', item['error'])}"

@@ -13,10 +13,13 @@ production cluster may not have it either. Reciprocal-rank fusion (Cormack, Clar
 Büttcher, 2009) needs no score calibration between BM25 and cosine, and its one constant is
 the paper's 60, not tuned on our data.
 
-A job the kNN list brings in has no BM25 score yet; the re-rankers read BM25 (a feature, and
-the mix), so one more request scores exactly those jobs with the same BM25 query, restricted
-to their ids (:func:`rescore_body`). Every feature of a pool then comes from the same query,
-whichever list found the job.
+A job the kNN list brings in may have no BM25 score among BM25's hits; the re-rankers read
+BM25 (a feature, and the mix). The kNN search runs first, so the BM25 search asks the scores
+of the kNN jobs too, in the same request (`search.bm25.with_scores_of`). Where that request
+could not carry them (two-pass BM25, more kNN jobs than a bucket returns), one more request
+scores exactly the jobs still missing with the same BM25 query, restricted to their ids
+(:func:`rescore_body`). Every feature of a pool then comes from the same query, whichever
+list found the job.
 """
 
 from __future__ import annotations
@@ -123,30 +126,37 @@ def search_pools(
         raise ValueError("search_pools builds dense and hybrid pools; BM25's is search.bm25's")
     searchable = [v is not None and bool(np.any(v)) for v in vectors]
     dense = _dense_lists(client, index, vectors, searchable, settings)
+    excluded = [{int(j) for j in own} for own in own_jobs]
+    dense_kept = [
+        [(j, s) for j, s in result.hits or [] if j not in left_out]
+        for result, left_out in zip(dense, excluded, strict=True)
+    ]
     bm25 = (
-        search_all(client, index, texts, settings)
+        search_all(
+            client, index, texts, settings, also_score=[[j for j, _ in kept] for kept in dense_kept]
+        )
         if retriever == "hybrid"
         else [SearchResult([]) for _ in texts]
     )
     pools: list[list[tuple[int, float]] | None] = []
     errors: list[str | None] = []
-    for dense_result, bm25_result, own in zip(dense, bm25, own_jobs, strict=True):
+    for dense_result, bm25_result, left_out, kept in zip(
+        dense, bm25, excluded, dense_kept, strict=True
+    ):
         error = "; ".join(e for e in (dense_result.error, bm25_result.error) if e) or None
         errors.append(error)
         if error:
             pools.append(None)
             continue
-        excluded = {int(j) for j in own}
-        dense_kept = [(j, s) for j, s in dense_result.hits or [] if j not in excluded]
-        bm25_kept = [j for j, _ in bm25_result.hits or [] if j not in excluded]
+        bm25_kept = [j for j, _ in bm25_result.hits or [] if j not in left_out]
         pools.append(
-            dense_kept[: settings.top_k]
+            kept[: settings.top_k]
             if retriever == "dense"
             else reciprocal_rank_fusion(
-                [bm25_kept, [j for j, _ in dense_kept]], settings.rrf_k, settings.top_k
+                [bm25_kept, [j for j, _ in kept]], settings.rrf_k, settings.top_k
             )
         )
-    bm25_scores = _bm25_of_pools(client, index, texts, pools, bm25, settings)
+    bm25_scores = _bm25_of_pools(client, index, texts, pools, bm25, dense_kept, settings)
     results = []
     for pool, bm25_result, scored, error in zip(pools, bm25, bm25_scores, errors, strict=True):
         if pool is None or scored.hits is None:
@@ -176,12 +186,18 @@ def _bm25_of_pools(
     texts: Sequence[str],
     pools: list[list[tuple[int, float]] | None],
     bm25: list[SearchResult],
+    dense_kept: list[list[tuple[int, float]]],
     settings: RetrievalConfig,
 ) -> list[SearchResult]:
-    """Each pool's BM25 scores as hits (job id, score): from BM25's own list where it has the
-    job, otherwise from one restricted request per query (:func:`rescore_body`); the
-    request's error where that failed."""
-    known = [dict(result.hits or []) for result in bm25]
+    """Each pool's BM25 scores as hits (job id, score): from BM25's own answer where it has
+    the job (a hit, or a kNN job it scored, 0 where it matched none of its words), otherwise
+    from one restricted request per query (:func:`rescore_body`); the request's error where
+    that failed."""
+    known = [
+        dict(result.hits or [])
+        | ({j: result.scored.get(j, 0.0) for j, _ in kept} if result.scored is not None else {})
+        for result, kept in zip(bm25, dense_kept, strict=True)
+    ]
     missing = [
         [j for j, _ in pool if j not in scores] if pool is not None else []
         for pool, scores in zip(pools, known, strict=True)

@@ -25,7 +25,7 @@ from jobrec_core.search.connection import (
     resolve_connection,
     wait_for_primaries,
 )
-from jobrec_core.search.dense import VECTOR_FIELD, knn_body
+from jobrec_core.search.dense import VECTOR_FIELD, knn_body, rescore_body
 from jobrec_core.search.index_versions import IndexBuildError, list_versions, rollback
 from jobrec_core.search.local_node import LocalElasticsearch
 from jobrec_core.text.tokens import tokens_column
@@ -249,6 +249,24 @@ def test_paper_query_ranks_the_expected_job_first(hand_written, client, query, e
     assert int(hits[0]["_id"]) == expected, [(h["_id"], h["_score"]) for h in hits]
     if len(hits) > 1:
         assert hits[0]["_score"] > hits[1]["_score"]
+
+
+def test_jobs_scored_beside_the_hits_score_as_a_request_restricted_to_them(hand_written, client):
+    """The hybrid pool's kNN jobs get their BM25 scores inside the BM25 search itself
+    (`also_score`): the same floats as the paper's query restricted to those jobs, which the
+    pools used before; a job that shares no word with the query is left out (0)."""
+    config, _ = hand_written
+    settings = config.retrieval.model_copy(update={"top_k": 1, "tie_margin": 0})
+    text, jobs = "python spark developer", [job for job, *_ in HAND_WRITTEN_JOBS]
+    [result] = search_all(client, "handjobs", [text], settings, also_score=[jobs])
+    restricted = rescore_body(text, jobs, settings)
+    answer = client.search(index="handjobs", query=restricted["query"], size=len(jobs))
+    scores = {int(h["_id"]): h["_score"] for h in answer["hits"]["hits"]}
+    assert result.hits is not None and len(result.hits) == 1
+    assert result.scored == {job: score for job, score in scores.items() if score > 0}
+    assert len(result.scored) > 1 and set(scores) == set(jobs)
+    [alone] = search_all(client, "handjobs", [text], settings)
+    assert alone.scored is None and alone.hits == result.hits
 
 
 def test_equal_scores_come_back_in_job_id_order(spark, tiny, es_node):

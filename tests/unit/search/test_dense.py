@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from jobrec_core.config import load_config
+from jobrec_core.search.bm25 import scored_jobs, with_scores_of
 from jobrec_core.search.dense import (
     VECTOR_FIELD,
     knn_body,
@@ -39,3 +40,15 @@ def test_rescoring_is_the_paper_query_restricted_to_the_pool():
     assert query["filter"] == [{"ids": {"values": ["7", "3"]}}]
     assert query["should"][0]["multi_match"]["query"] == "nurse ward"
     assert body["size"] == 2
+
+
+def test_scores_beside_the_hits_ride_in_a_bucket_of_the_same_request():
+    body = with_scores_of({"query": {"match_all": {}}, "size": 3}, [7, 3])
+    assert body["query"] == {"match_all": {}} and body["size"] == 3  # the search is unchanged
+    bucket = next(iter(body["aggs"].values()))
+    assert bucket["filter"] == {"ids": {"values": ["7", "3"]}}
+    assert next(iter(bucket["aggs"].values()))["top_hits"]["size"] == 2
+    name = next(iter(body["aggs"]))
+    answer = {"aggregations": {name: {"hits": {"hits": {"hits": [{"_id": "7", "_score": 1.5}]}}}}}
+    assert scored_jobs(answer) == {7: 1.5}
+    assert scored_jobs({"hits": {"hits": []}}) is None  # an answer without the bucket
