@@ -27,6 +27,12 @@ With `--screen BUDGET`, it times build_pairs' question instead, whether each can
 held-out job is in their query's top k: the baseline searches every query as configured and
 looks; the subject screens first (`search.bm25.screened_out`, `retrieval.screen_budget` =
 BUDGET) and searches the rest. Both must find the held-out job for the same candidates.
+
+With `--hybrid`, it times the hybrid pool that recommendations re-rank (`search.dense.
+search_pools`: the kNN of each candidate's profile vector, the BM25 search, fused): the
+baseline scores the kNN jobs outside BM25's hits with a request of their own
+(`retrieval.scored_in_search: 0`, as before issue 21's change), the subject inside the BM25
+search. Both must give the same pools, BM25 scores included.
 """
 
 from __future__ import annotations
@@ -39,11 +45,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 from elasticsearch import Elasticsearch
 
-from jobrec_core.config import RetrievalConfig, load_config
+from jobrec_core.config import JobrecConfig, RetrievalConfig, load_config
+from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.platform.spark import get_spark
 from jobrec_core.platform.tables import read_delta, table_path
+from jobrec_core.ranking.factory import ranking_inputs
+from jobrec_core.ranking.pipeline import spark_table
 from jobrec_core.search.bm25 import (
     multi_match_query,
     screened_out,
@@ -52,6 +62,7 @@ from jobrec_core.search.bm25 import (
     serving_index,
 )
 from jobrec_core.search.connection import make_client, resolve_connection
+from jobrec_core.search.dense import PoolHit, search_pools
 from jobrec_core.search.local_node import LocalElasticsearch
 
 REPO = Path(__file__).resolve().parents[1]
@@ -132,6 +143,26 @@ def timed(
     return seconds, answers
 
 
+def alternated(
+    variants: dict[str, tuple[Callable[..., list[Any]], RetrievalConfig]],
+    connection: Any,
+    index: str,
+    queries: list[Any],
+    clients: int,
+) -> tuple[dict[str, float], dict[str, list[Any]]]:
+    """Each variant (searcher, settings) run twice, alternating so that the node's caches
+    favour none: its best wall seconds, and its answers."""
+    runs: dict[str, list[float]] = {name: [] for name in variants}
+    answers: dict[str, list[Any]] = {}
+    for name in [*variants, *variants]:
+        searcher, variant_settings = variants[name]
+        seconds, answers[name] = timed(
+            searcher, lambda: make_client(connection), index, queries, variant_settings, clients
+        )
+        runs[name].append(seconds)
+    return {name: min(seconds) for name, seconds in runs.items()}, answers
+
+
 Candidates = list[tuple[str, int]]  # (query text, held-out job)
 
 
@@ -172,25 +203,85 @@ def screen_benchmark(
         f"subject: screened first (budget {settings.screen_budget:g}, window "
         f"{settings.screen_window}), the rest searched": (found_screening, settings),
     }
-    runs: dict[str, list[float]] = {name: [] for name in variants}
-    answers: dict[str, Any] = {}
-    for name in [*variants, *variants]:
-        searcher, variant_settings = variants[name]
-        seconds, answers[name] = timed(
-            searcher, lambda: make_client(connection), index, asked, variant_settings, clients
-        )
-        runs[name].append(seconds)
+    best, answers = alternated(variants, connection, index, asked, clients)
     baseline, subject = (answers[name] for name in variants)
     print(f"  {'request':<78}{'candidates/s':>13}{'x baseline':>12}")
-    first = min(runs[next(iter(variants))])
+    first = best[next(iter(variants))]
     for name in variants:
-        print(f"  {name:<78}{len(asked) / min(runs[name]):>13.1f}{first / min(runs[name]):>11.2f}x")
+        print(f"  {name:<78}{len(asked) / best[name]:>13.1f}{first / best[name]:>11.2f}x")
     differing = sum(a != b for a, b in zip(baseline, subject, strict=True))
     print(
         f"  best of 2 runs each; held-out job found for {sum(baseline):,} of {len(asked):,}; "
         f"screened out {sum(outside):,} ({sum(outside) / len(asked):.1%}); candidates decided "
         f"differently: {differing}"
     )
+    return 1 if differing else 0
+
+
+Pooled = tuple[str, "np.ndarray | None", list[int]]  # (query text, profile vector, own jobs)
+
+
+def hybrid_pools(
+    client: Elasticsearch, index: str, asked: Sequence[Pooled], settings: RetrievalConfig
+) -> list[list[PoolHit]]:
+    """Each candidate's hybrid pool, as `recommend` searches it (no retries needed here: the
+    benchmark fails on an error)."""
+    texts = [text for text, _, _ in asked]
+    vectors = [vector for _, vector, _ in asked]
+    results = search_pools(
+        client, index, texts, vectors, [own for _, _, own in asked], settings, "hybrid"
+    )
+    failed = [r.error for r in results if r.error]
+    if failed:
+        raise RuntimeError(f"{len(failed)} searches failed: {failed[0]}")
+    return [r.hits or [] for r in results]
+
+
+def hybrid_benchmark(
+    config: JobrecConfig, connection: Any, index: str, count: int, clients: int
+) -> int:
+    """`--hybrid`: pools per second, the kNN jobs' BM25 scores from a request of their own
+    (baseline) and from the BM25 search (subject); 1 when a pool differs."""
+    spark = get_spark(config)
+    inputs = ranking_inputs(spark, config)
+    queries = (
+        read_delta(spark, table_path(config, "silver", "queries"))
+        .where("size(query_terms) > 0")
+        .orderBy("candidate_id")
+        .limit(count)
+    )
+    rows = (
+        with_query_vectors(
+            queries, spark_table(inputs.tokens), inputs.vectors_file, inputs.words_and_idf
+        )
+        .orderBy("candidate_id")
+        .select("query_terms", QUERY_VECTOR, "own_job_ids")
+        .collect()
+    )
+    asked: list[Pooled] = [
+        (
+            " ".join(row.query_terms),
+            None if row[QUERY_VECTOR] is None else np.asarray(row[QUERY_VECTOR]),
+            list(row.own_job_ids),
+        )
+        for row in rows
+    ]
+    settings = config.retrieval
+    variants = {
+        "baseline: the kNN jobs' BM25 from a request of their own": (
+            hybrid_pools,
+            settings.model_copy(update={"scored_in_search": 0}),
+        ),
+        "subject: the kNN jobs' BM25 from the BM25 search": (hybrid_pools, settings),
+    }
+    best, answers = alternated(variants, connection, index, asked, clients)
+    baseline, subject = (answers[name] for name in variants)
+    first = best[next(iter(variants))]
+    print(f"  {'hybrid pool':<62}{'queries/s':>11}{'x baseline':>12}")
+    for name in variants:
+        print(f"  {name:<62}{len(asked) / best[name]:>11.1f}{first / best[name]:>11.2f}x")
+    differing = sum(a != b for a, b in zip(baseline, subject, strict=True))
+    print(f"  best of 2 runs each; pools differing (jobs, order or scores): {differing}")
     return 1 if differing else 0
 
 
@@ -215,6 +306,9 @@ def main() -> int:
         default=None,
         help="time build_pairs' screen at this retrieval.screen_budget instead",
     )
+    parser.add_argument(
+        "--hybrid", action="store_true", help="time the hybrid pool's searches instead"
+    )
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
@@ -238,6 +332,8 @@ def main() -> int:
         f"queries of {terms:.0f} terms on average, top {settings.top_k}, {args.clients} "
         f"clients x {settings.max_concurrent_searches} concurrent searches"
     )
+    if args.hybrid:
+        return hybrid_benchmark(config, connection, index, args.queries, args.clients)
     if args.screen is not None:
         candidates = [
             (text, int(row.positive_job_id)) for text, row in zip(texts, queries, strict=True)
@@ -245,27 +341,17 @@ def main() -> int:
         screening = settings.model_copy(update={"screen_budget": args.screen})
         return screen_benchmark(connection, index, candidates, screening, args.clients)
     budget = settings.bound_budget if args.budget is None else args.budget
-    variants: dict[str, tuple[str, Searcher, RetrievalConfig]] = {
-        "baseline": ("baseline: sorted on the node by _score, job_id", baseline_search, settings),
-        "one pass": (
-            "one pass: no sort, exhaustive, ties cut on the client",
-            subject_search,
-            settings.model_copy(update={"bound_budget": 0.0}),
-        ),
-        "two passes": (
-            f"two passes: common clauses (budget {budget:g}) second",
-            subject_search,
-            settings.model_copy(update={"bound_budget": budget}),
-        ),
+    labels = {
+        "baseline": "baseline: sorted on the node by _score, job_id",
+        "one pass": "one pass: no sort, exhaustive, ties cut on the client",
+        "two passes": f"two passes: common clauses (budget {budget:g}) second",
     }
-    runs: dict[str, list[float]] = {name: [] for name in variants}
-    answers: dict[str, list[Hits]] = {}
-    for name in [*variants, *variants]:
-        _, searcher, variant_settings = variants[name]
-        seconds, answers[name] = timed(
-            searcher, lambda: make_client(connection), index, texts, variant_settings, args.clients
-        )
-        runs[name].append(seconds)
+    variants: dict[str, tuple[Searcher, RetrievalConfig]] = {
+        "baseline": (baseline_search, settings),
+        "one pass": (subject_search, settings.model_copy(update={"bound_budget": 0.0})),
+        "two passes": (subject_search, settings.model_copy(update={"bound_budget": budget})),
+    }
+    best, answers = alternated(variants, connection, index, texts, args.clients)
     client = make_client(connection)
     sample = texts[:: max(1, len(texts) // 200)]
     asked = settings.top_k + settings.tie_margin
@@ -275,12 +361,11 @@ def main() -> int:
     }
     print(f"  {'request':<58}{'queries/s':>11}{'x baseline':>12}{'took p50 ms, alone':>20}")
     differing = 0
-    for name, (label, _, _) in variants.items():
-        rate = len(texts) / min(runs[name])
+    for name, label in labels.items():
+        rate = len(texts) / best[name]
         differing += sum(a != b for a, b in zip(answers["baseline"], answers[name], strict=True))
         alone = f"{took[name]:.0f}" if name in took else "-"
-        speedup = min(runs["baseline"]) / min(runs[name])
-        print(f"  {label:<58}{rate:>11.1f}{speedup:>11.2f}x{alone:>20}")
+        print(f"  {label:<58}{rate:>11.1f}{best['baseline'] / best[name]:>11.2f}x{alone:>20}")
     print(
         f"  best of 2 runs each; top-{settings.top_k} lists differing from the baseline's: "
         f"{differing} of {len(texts) * (len(variants) - 1):,}"

@@ -251,6 +251,10 @@ class RetrievalConfig(_Section):
     # of the candidate's profile vector, or both fused by reciprocal rank (constant `rrf_k`).
     retriever: Literal["bm25", "dense", "hybrid"] = "bm25"
     rrf_k: int = Field(default=60, gt=0)
+    # A hybrid pool's kNN jobs get their BM25 scores inside the BM25 search, as a `top_hits`
+    # bucket of at most this many (`search.bm25.with_scores_of`): the cluster's
+    # `index.max_inner_result_window`, 100 unless set. More, or 0: a request of their own.
+    scored_in_search: int = Field(default=100, ge=0)
 
 
 class HistogramsConfig(_Section):

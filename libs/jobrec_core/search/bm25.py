@@ -107,10 +107,6 @@ def ranked_hits(
 
 # A search request from its query (a text, a vector, ...) and how many hits to ask for.
 RequestBody = Callable[[Any, int], dict[str, Any]]
-
-# The most hits a `top_hits` aggregation may return: Elasticsearch's default
-# `index.max_inner_result_window`. A query asking more is scored by a request of its own.
-INNER_HITS_LIMIT = 100
 _SCORED = "scored"
 
 
@@ -154,7 +150,7 @@ def search_all(
     (the hybrid pool's kNN jobs, `search.dense`). A one-pass search carries them in the same
     request (:func:`with_scores_of`), in `SearchResult.scored`: the query's postings are read
     once, not again by a request restricted to those jobs. Where a query was answered by the
-    two passes, or asks more than `INNER_HITS_LIMIT` jobs, `scored` is None.
+    two passes, or asks more than `retrieval.scored_in_search` jobs, `scored` is None.
 
     Each batch runs at most `retrieval.max_concurrent_searches` searches at once on the
     cluster. A batch that fails as a whole (timeout, connection, HTTP 429/5xx) and each query
@@ -167,7 +163,7 @@ def search_all(
     def request(position: int, size: int) -> dict[str, Any]:
         built = query_body(texts[position], size)
         jobs = also_score[position] if also_score is not None else ()
-        return with_scores_of(built, jobs) if 0 < len(jobs) <= INNER_HITS_LIMIT else built
+        return with_scores_of(built, jobs) if 0 < len(jobs) <= settings.scored_in_search else built
 
     two_passes = body is None and settings.bound_budget > 0 and settings.type == "most_fields"
     results: list[SearchResult | None] = [None] * len(texts)
