@@ -30,12 +30,14 @@ from jobrec_core.platform.tables import (
     write_delta,
 )
 from jobrec_core.search.bounded import (
+    IDS_FROM_DOC_VALUES,
     Hits,
     contenders,
     exact_top,
     field_statistics,
     first_pass_body,
     first_pass_hits,
+    hit_job_id,
     outranked,
     second_pass_body,
     split_common,
@@ -89,7 +91,7 @@ def search_body(text: str, settings: RetrievalConfig, size: int) -> dict[str, An
     return {
         "query": multi_match_query(text, settings),
         "size": size,
-        "_source": False,
+        **IDS_FROM_DOC_VALUES,
         "track_total_hits": True,
     }
 
@@ -120,7 +122,7 @@ def with_scores_of(body: dict[str, Any], jobs: Sequence[int]) -> dict[str, Any]:
         "aggs": {
             _SCORED: {
                 "filter": {"ids": {"values": [str(j) for j in jobs]}},
-                "aggs": {"hits": {"top_hits": {"size": len(jobs), "_source": False}}},
+                "aggs": {"hits": {"top_hits": {"size": len(jobs), **IDS_FROM_DOC_VALUES}}},
             }
         },
     }
@@ -131,7 +133,7 @@ def scored_jobs(item: dict[str, Any]) -> dict[int, float] | None:
     bucket = item.get("aggregations", {}).get(_SCORED)
     if bucket is None:
         return None
-    return {int(h["_id"]): float(h["_score"]) for h in bucket["hits"]["hits"]["hits"]}
+    return {hit_job_id(h): float(h["_score"]) for h in bucket["hits"]["hits"]["hits"]}
 
 
 def search_all(
@@ -304,7 +306,7 @@ def _answer_hits(item: dict[str, Any]) -> Hits | None:
     """A `_msearch` answer's (job id, score) hits, in the answer's order; None if it failed."""
     if "error" in item:
         return None
-    return [(int(h["_id"]), float(h["_score"])) for h in item["hits"]["hits"]]
+    return [(hit_job_id(h), float(h["_score"])) for h in item["hits"]["hits"]]
 
 
 def _msearch(

@@ -45,6 +45,10 @@ from typing import Any
 from elasticsearch import Elasticsearch
 
 ID_FIELD = "job_id"
+# Every search names its hits' jobs from doc values, not from the stored `_id`: that skips
+# the fetch phase, which decompresses a block of stored fields for each hit. It was a fifth
+# of a demo BM25 search's `took` and half of a kNN search's (docs/BENCHMARKS.md).
+IDS_FROM_DOC_VALUES: dict[str, Any] = {"stored_fields": "_none_", "docvalue_fields": [ID_FIELD]}
 
 # Float sums of ~300 clauses in another grouping differ in the last bits: the bounds keep a
 # margin of this much, relative, plus an absolute one.
@@ -171,16 +175,19 @@ def first_pass_body(
     return {
         "query": {"bool": {"should": should}},
         "size": window,
-        "_source": False,
-        "stored_fields": "_none_",
-        "docvalue_fields": [ID_FIELD],
+        **IDS_FROM_DOC_VALUES,
         "track_total_hits": True,
     }
 
 
+def hit_job_id(hit: dict[str, Any]) -> int:
+    """The job of a hit searched with `IDS_FROM_DOC_VALUES`."""
+    return int(hit["fields"][ID_FIELD][0])
+
+
 def first_pass_hits(response: dict[str, Any]) -> Hits:
     """(job id, partial score) of a first pass's answer, best first."""
-    return [(int(h["fields"][ID_FIELD][0]), float(h["_score"])) for h in response["hits"]["hits"]]
+    return [(hit_job_id(h), float(h["_score"])) for h in response["hits"]["hits"]]
 
 
 def contenders(first: Hits, bound: float, top_k: int) -> list[int]:
@@ -196,7 +203,7 @@ def second_pass_body(full_query: dict[str, Any], jobs: list[int]) -> dict[str, A
     return {
         "query": {"bool": {"must": [full_query], "filter": [{"terms": {ID_FIELD: jobs}}]}},
         "size": len(jobs),
-        "_source": False,
+        **IDS_FROM_DOC_VALUES,
         "track_total_hits": False,
     }
 

@@ -33,6 +33,7 @@ from elasticsearch import Elasticsearch
 
 from jobrec_core.config import RetrievalConfig
 from jobrec_core.search.bm25 import SearchResult, multi_match_query, search_all
+from jobrec_core.search.bounded import IDS_FROM_DOC_VALUES
 
 VECTOR_FIELD = "doc_vector"
 Retriever = Literal["bm25", "dense", "hybrid"]
@@ -60,7 +61,7 @@ def knn_body(vector: Sequence[float], size: int) -> dict[str, Any]:
             "num_candidates": size,
         },
         "size": size,
-        "_source": False,
+        **IDS_FROM_DOC_VALUES,
     }
 
 
@@ -69,7 +70,7 @@ def rescore_body(text: str, job_ids: Sequence[int], settings: RetrievalConfig) -
     (0 where it shares no word with the query, as the filter alone then matches it)."""
     query = multi_match_query(text, settings)
     query["bool"]["filter"] = [{"ids": {"values": [str(j) for j in job_ids]}}]
-    return {"query": query, "size": len(job_ids), "_source": False}
+    return {"query": query, "size": len(job_ids), **IDS_FROM_DOC_VALUES}
 
 
 def reciprocal_rank_fusion(

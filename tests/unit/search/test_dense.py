@@ -30,7 +30,8 @@ def test_knn_request_is_exact_size_and_asks_no_source():
     body = knn_body([0.5, -0.5], 110)
     assert body["knn"]["field"] == VECTOR_FIELD
     assert body["knn"]["k"] == body["knn"]["num_candidates"] == body["size"] == 110
-    assert body["knn"]["query_vector"] == [0.5, -0.5] and body["_source"] is False
+    assert body["knn"]["query_vector"] == [0.5, -0.5]
+    assert body["stored_fields"] == "_none_" and body["docvalue_fields"] == ["job_id"]
 
 
 def test_rescoring_is_the_paper_query_restricted_to_the_pool():
@@ -49,6 +50,7 @@ def test_scores_beside_the_hits_ride_in_a_bucket_of_the_same_request():
     assert bucket["filter"] == {"ids": {"values": ["7", "3"]}}
     assert next(iter(bucket["aggs"].values()))["top_hits"]["size"] == 2
     name = next(iter(body["aggs"]))
-    answer = {"aggregations": {name: {"hits": {"hits": {"hits": [{"_id": "7", "_score": 1.5}]}}}}}
+    hit = {"fields": {"job_id": [7]}, "_score": 1.5}
+    answer = {"aggregations": {name: {"hits": {"hits": {"hits": [hit]}}}}}
     assert scored_jobs(answer) == {7: 1.5}
     assert scored_jobs({"hits": {"hits": []}}) is None  # an answer without the bucket
