@@ -123,6 +123,10 @@ class IndexingConfig(_Section):
     write_attempts: int = Field(ge=1)
     attempt_backoff_s: float = Field(ge=0)
     health_timeout_s: float = Field(gt=0)
+    # Segments a finished version is merged down to before the alias moves to it; 0 leaves
+    # them as the write left them. The same hits and scores either way (no deleted documents,
+    # exact kNN), so a runtime setting; fewer segments, less work a search on a busy node.
+    force_merge_segments: int = Field(default=1, ge=0)
     # Each job's TF-IDF-weighted word2vec centroid as a `dense_vector` (dense and hybrid
     # retrieval, `search.dense`), from the embeddings the jobs were tokenised with.
     vectors: bool = True

@@ -118,6 +118,7 @@ RUNTIME_SETTINGS = (
     "indexing.write_attempts",
     "indexing.attempt_backoff_s",
     "indexing.health_timeout_s",
+    "indexing.force_merge_segments",  # the same hits and scores (exact kNN, no deletes)
     "retrieval.msearch_batch",
     "retrieval.max_concurrent_searches",
     "retrieval.timeout_s",

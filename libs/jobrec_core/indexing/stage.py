@@ -93,6 +93,7 @@ class IndexResult:
     attempts: int
     write_seconds: float
     previous: list[str]
+    segments: int = 0  # the finished version's, primaries together
     removed: list[str] = field(default_factory=list)
 
     @property
@@ -103,7 +104,8 @@ class IndexResult:
         lines = [
             f"index {self.index}: {self.indexed:,} of {self.source_documents:,} jobs indexed "
             f"in {self.write_seconds:.1f}s ({self.docs_per_second:,.0f} docs/s, "
-            f"{self.attempts} attempt{'s' if self.attempts != 1 else ''})",
+            f"{self.attempts} attempt{'s' if self.attempts != 1 else ''}, "
+            f"{self.segments} segment{'s' if self.segments != 1 else ''})",
             f"alias {self.alias} -> {self.index} (was: {', '.join(self.previous) or 'none'})",
         ]
         if self.quarantined:
@@ -188,6 +190,7 @@ def build_index(
         attempts=attempts,
         write_seconds=write_seconds,
         previous=previous,
+        segments=segment_count(client, name),
         removed=removed,
     )
 
@@ -308,9 +311,12 @@ def _quarantine(spark: SparkSession, config: JobrecConfig, invalid: list[DeadLet
 
 
 def _finish(client: Elasticsearch, config: JobrecConfig, index: str, expected: int) -> int:
-    """Serving settings back, refresh, wait for the replicas, and check the count."""
-    client.indices.put_settings(index=index, settings=serving_settings(config))
+    """Refresh, merge (`indexing.force_merge_segments`), serving settings back, wait for the
+    replicas, and check the count. The merge comes before the replicas, which then copy
+    merged segments instead of merging again each."""
     client.indices.refresh(index=index)
+    force_merge(client, index, config.indexing.force_merge_segments)
+    client.indices.put_settings(index=index, settings=serving_settings(config))
     client.indices.flush(index=index)
     health = client.cluster.health(
         index=index,
@@ -328,6 +334,40 @@ def _finish(client: Elasticsearch, config: JobrecConfig, index: str, expected: i
             f"moved. Rerun the job."
         )
     return indexed
+
+
+# A merge of the paper's 466k jobs took 12 s on 2 cores; the bound is for a node that stopped
+# answering, not for a slow one.
+FORCE_MERGE_TIMEOUT_S = 3600.0
+
+
+def force_merge(client: Elasticsearch, index: str, segments: int) -> None:
+    """Merge `index`'s shards down to `segments` segments each (0: leave them). Every search
+    visits each segment, so a busy node answers faster from fewer: two clients' searches of
+    the seed's index ran 1.3x faster from 1 segment than from the 9 the write left
+    (docs/BENCHMARKS.md). A single searcher can lose, since Elasticsearch searches the
+    segments of one query side by side on idle cores."""
+    if segments <= 0:
+        return
+    before = segment_count(client, index)
+    started = time.perf_counter()
+    client.options(request_timeout=FORCE_MERGE_TIMEOUT_S).indices.forcemerge(
+        index=index, max_num_segments=segments
+    )
+    client.indices.refresh(index=index)
+    log.info(
+        "%s: force-merged from %d to %d segments in %.1fs",
+        index,
+        before,
+        segment_count(client, index),
+        time.perf_counter() - started,
+    )
+
+
+def segment_count(client: Elasticsearch, index: str) -> int:
+    """Segments of the index's primary shards, together (`index` may be an alias)."""
+    stats = client.indices.stats(index=index, metric="segments")
+    return int(stats["_all"]["primaries"]["segments"]["count"])
 
 
 # --- versions and the alias -----------------------------------------------------------------

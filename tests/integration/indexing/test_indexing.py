@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig, load_config
 from jobrec_core.features.occupations import TITLE_CONFIDENCE, TITLE_OCCUPATION
-from jobrec_core.indexing.stage import build_index, run_indexing
+from jobrec_core.indexing.stage import build_index, force_merge, run_indexing, segment_count
 from jobrec_core.platform import manifest
 from jobrec_core.platform.quarantine import DataQualityError
 from jobrec_core.platform.tables import read_delta, table_path
@@ -237,6 +237,35 @@ def hand_written(spark, tiny, es_node):
     config = config_for(tiny[0], "elasticsearch.index_alias=handjobs")
     documents = spark.createDataFrame(HAND_WRITTEN_JOBS, SCHEMA)
     return config, build(spark, config, documents)
+
+
+def test_a_version_merged_by_the_build_serves_from_one_segment(hand_written, client):
+    config, result = hand_written
+    assert config.indexing.force_merge_segments == 1  # conf/base.yaml
+    assert result.segments == segment_count(client, "handjobs") == 1
+
+
+def test_merging_segments_leaves_the_hits_and_their_scores(client):
+    """`indexing.force_merge_segments` is a runtime setting because a merge changes no answer:
+    BM25's statistics are the shard's, whatever its segments (and no document is deleted)."""
+    index = "merge_probe"
+    client.options(ignore_status=404).indices.delete(index=index)
+    client.indices.create(index=index, settings={"number_of_shards": 1, "number_of_replicas": 0})
+    for job, title, *_ in HAND_WRITTEN_JOBS:  # a refresh after each: a segment each
+        client.index(index=index, id=str(job), document={"title": title}, refresh=True)
+    query = {"match": {"title": "python data developer driver"}}
+
+    def hits() -> list[tuple[str, float]]:
+        found = client.search(index=index, query=query)["hits"]["hits"]
+        return [(hit["_id"], hit["_score"]) for hit in found]
+
+    written, before = hits(), segment_count(client, index)
+    force_merge(client, index, 0)  # 0: as written
+    assert segment_count(client, index) == before > 1
+    force_merge(client, index, 1)
+    assert segment_count(client, index) == 1
+    assert hits() == written and len(written) == 3
+    client.indices.delete(index=index)
 
 
 @pytest.mark.parametrize(("query", "expected"), QUERIES)
