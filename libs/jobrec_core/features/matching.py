@@ -250,5 +250,5 @@ def map_features(
         ]
 
     return map_groups_in_pandas(
-        documents, ["candidate_id", "split", "query_terms"], run, MAP_SCHEMA
+        documents, ["candidate_id", "split", "query_terms"], run, MAP_SCHEMA, order=["job_id"]
     )

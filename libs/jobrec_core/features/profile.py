@@ -49,6 +49,8 @@ from jobrec_core.platform.spark import map_groups_in_pandas
 
 CO_INTEREST_SCHEMA = "job_id INT, neighbours ARRAY<INT>, counts ARRAY<INT>, interested INT"
 PROFILE_ROLE = "_profile_role"  # "own" rows carry the candidate's own jobs into the group
+# What tells a candidate's profile rows apart: a job can be one of its own and in its pool.
+PROFILE_ROW_ORDER = (PROFILE_ROLE, "job_id")
 GRAPH_COLUMNS = ("neighbours", "counts", "interested")
 
 
@@ -604,7 +606,8 @@ def with_profile_features(
         vocabulary = idf_vocabulary(vectors_file, words_and_idf)
         return add_profile_features(rows, vocabulary)[columns]
 
-    return map_groups_in_pandas(profile_rows(pool, tokens, graph), ["candidate_id"], run, schema)
+    rows = profile_rows(pool, tokens, graph)
+    return map_groups_in_pandas(rows, ["candidate_id"], run, schema, order=PROFILE_ROW_ORDER)
 
 
 # --- vectors for dense retrieval --------------------------------------------------------------
@@ -670,6 +673,6 @@ def with_query_vectors(
         return query_vector_frame(rows, idf_vocabulary(vectors_file, words_and_idf))
 
     vectors = map_groups_in_pandas(
-        own, ["candidate_id"], run, f"candidate_id LONG, {QUERY_VECTOR} ARRAY<FLOAT>"
+        own, ["candidate_id"], run, f"candidate_id LONG, {QUERY_VECTOR} ARRAY<FLOAT>", ["job_id"]
     )
     return queries.join(vectors, "candidate_id", "left")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -153,29 +153,48 @@ def map_groups_in_pandas(
     keys: list[str],
     function: Callable[[pd.DataFrame], pd.DataFrame],
     schema: str,
+    order: Sequence[str],
 ) -> DataFrame:
-    """`function` over pandas frames that each hold every row of the groups they contain.
+    """`function` over pandas frames that each hold every row of the groups they contain,
+    each group's rows sorted by `order` (columns that tell a group's rows apart).
 
     Rows are collected per group (`keys`: the columns a group shares, kept once), so one Arrow
     batch carries whole groups, and many of them: one Python call per batch, not per group as
     `applyInPandas` would make. The worker flattens each batch back into one row per element.
-    """
+    `collect_list` gathers a group's rows in the order the shuffle delivers them, which
+    another plan of the same rows (or a rerun on a cluster) changes. A group's floats are
+    sums over its rows (one matrix product a query), so that order moved scores in their
+    last bit: sorted, the same rows give the same floats."""
     others = [c for c in frame.columns if c not in keys]
     grouped = frame.groupBy(*keys).agg(F.collect_list(F.struct(*others)).alias(_GROUP_ROWS))
 
     def run(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for batch in batches:
-            yield function(_flatten(batch, keys, others))
+            yield function(_flatten(batch, keys, others, order))
 
     return grouped.mapInPandas(run, schema)
 
 
-def _flatten(batch: pd.DataFrame, keys: list[str], others: list[str]) -> pd.DataFrame:
+def _flatten(
+    batch: pd.DataFrame, keys: list[str], others: list[str], order: Sequence[str]
+) -> pd.DataFrame:
     counts = batch[_GROUP_ROWS].map(len).to_numpy()
     flat: dict[str, object] = {key: np.repeat(batch[key].to_numpy(), counts) for key in keys}
     rows = [row for group in batch[_GROUP_ROWS] for row in group]
     flat |= {column: [row[column] for row in rows] for column in others}
-    return pd.DataFrame(flat)
+    return rows_in_order(pd.DataFrame(flat), counts, order)
+
+
+def rows_in_order(rows: pd.DataFrame, counts: np.ndarray, order: Sequence[str]) -> pd.DataFrame:
+    """Groups of consecutive rows (`counts` rows each), each group's rows sorted by `order`
+    (stable: rows equal in `order` keep their places); the groups stay where they are."""
+    if not order or len(rows) == 0:
+        return rows
+    group = np.repeat(np.arange(len(counts)), counts)
+    keys = pd.DataFrame({f"k{i}": rows[column].to_numpy() for i, column in enumerate(order)})
+    keys.insert(0, "group", group)
+    sorted_keys = keys.sort_values(list(keys.columns), kind="stable")
+    return rows.take(sorted_keys.index.to_numpy()).reset_index(drop=True)
 
 
 def split_top_level(schema: str) -> list[str]:

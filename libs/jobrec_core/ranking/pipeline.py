@@ -48,6 +48,7 @@ from jobrec_core.features.matching import (
 from jobrec_core.features.profile import (
     GRAPH_COLUMNS,
     PROFILE_ROLE,
+    PROFILE_ROW_ORDER,
     QUERY_VECTOR,
     add_profile_features,
     own_jobs_of,
@@ -194,7 +195,8 @@ class PerQuery(Step):
             # Arrow takes the query's arrays back as lists.
             return done.assign(**{c: [list(t) for t in done[c]] for c in arrays})[columns]
 
-        return map_groups_in_pandas(frame, list(QUERY_KEYS), run, ", ".join(fields))
+        order = [c for c in PROFILE_ROW_ORDER if c in frame.columns]  # own rows, if any
+        return map_groups_in_pandas(frame, list(QUERY_KEYS), run, ", ".join(fields), order)
 
 
 QUERY_KEYS = ("candidate_id", "query_terms", "query_job_share")  # what a query's rows share
