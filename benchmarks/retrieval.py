@@ -1,7 +1,7 @@
 """Retrieval: the paper's query against the jobs index, today's request next to the baseline.
 
     .venv/bin/python benchmarks/retrieval.py --preset demo --queries 4000
-    .venv/bin/python benchmarks/retrieval.py --preset seed --queries 2000 --screen 30
+    .venv/bin/python benchmarks/retrieval.py --preset seed --queries 2000 --screen
 
 Needs a built store of the preset (`jobrec demo`, or the stages up to `build_pairs`): its
 `silver/queries` and the index behind the alias. Sends the first `--queries` full queries
@@ -23,10 +23,11 @@ checks every query and fails if one differs. The runs alternate (baseline, one p
 passes, twice) so that the node's caches favour none. The node's `took` is the median of
 queries sent alone.
 
-With `--screen BUDGET`, it times build_pairs' question instead, whether each candidate's
-held-out job is in their query's top k: the baseline searches every query as configured and
-looks; the subject screens first (`search.bm25.screened_out`, `retrieval.screen_budget` =
-BUDGET) and searches the rest. Both must find the held-out job for the same candidates.
+With `--screen`, it times build_pairs' question instead, whether each candidate's held-out
+job is in their query's top k: the baseline searches every query as configured and looks;
+the subject screens first (`search.bm25.screened_out`, `retrieval.screen`: the job's own
+score, then a count of the jobs above it) and searches the rest. Both must find the held-out
+job for the same candidates.
 
 With `--hybrid`, it times the hybrid pool that recommendations re-rank (`search.dense.
 search_pools`: the kNN of each candidate's profile vector, the BM25 search, fused): the
@@ -194,14 +195,17 @@ def screen_benchmark(
     """`--screen`: candidates decided per second without and with the screen (see the
     module); 1 when the two disagree on a candidate."""
     client = make_client(connection)
-    outside = screened_out(client, index, [t for t, _ in asked], [j for _, j in asked], settings)
+    screening = settings.model_copy(update={"screen": True})
+    outside = screened_out(client, index, [t for t, _ in asked], [j for _, j in asked], screening)
     variants = {
         "baseline: every query searched, the held-out job looked for": (
             found_searching,
-            settings.model_copy(update={"screen_budget": 0.0}),
+            settings.model_copy(update={"screen": False}),
         ),
-        f"subject: screened first (budget {settings.screen_budget:g}, window "
-        f"{settings.screen_window}), the rest searched": (found_screening, settings),
+        "subject: screened first (own score, count above), the rest searched": (
+            found_screening,
+            screening,
+        ),
     }
     best, answers = alternated(variants, connection, index, asked, clients)
     baseline, subject = (answers[name] for name in variants)
@@ -301,10 +305,7 @@ def main() -> int:
         "--budget", type=float, default=None, help="retrieval.bound_budget of the two passes"
     )
     parser.add_argument(
-        "--screen",
-        type=float,
-        default=None,
-        help="time build_pairs' screen at this retrieval.screen_budget instead",
+        "--screen", action="store_true", help="time build_pairs' screen (retrieval.screen) instead"
     )
     parser.add_argument(
         "--hybrid", action="store_true", help="time the hybrid pool's searches instead"
@@ -334,12 +335,11 @@ def main() -> int:
     )
     if args.hybrid:
         return hybrid_benchmark(config, connection, index, args.queries, args.clients)
-    if args.screen is not None:
+    if args.screen:
         candidates = [
             (text, int(row.positive_job_id)) for text, row in zip(texts, queries, strict=True)
         ]
-        screening = settings.model_copy(update={"screen_budget": args.screen})
-        return screen_benchmark(connection, index, candidates, screening, args.clients)
+        return screen_benchmark(connection, index, candidates, settings, args.clients)
     budget = settings.bound_budget if args.budget is None else args.budget
     labels = {
         "baseline": "baseline: sorted on the node by _score, job_id",

@@ -246,11 +246,10 @@ class RetrievalConfig(_Section):
     # largest contributions sum to at most this (0: one pass); the first pass keeps this many.
     bound_budget: float = Field(default=0.0, ge=0)
     bound_window: int = Field(default=300, gt=0)
-    # build_pairs' screen (`search.bounded.outranked`): a first pass within this budget (0: no
-    # screen) names this many jobs; when `top_k` of them outscore the held-out job, the
-    # candidate's full search is skipped (it could not keep the candidate).
-    screen_budget: float = Field(default=0.0, ge=0)
-    screen_window: int = Field(default=200, gt=0)
+    # build_pairs' screen (`search.bounded`): the held-out job's own score, then a count of the
+    # jobs above it that stops at `top_k`; when it reaches `top_k`, the candidate's full search
+    # is skipped (it could not keep the candidate).
+    screen: bool = True
     # What fills the pool a re-ranker sees (`search.dense`): the paper's BM25 query, the kNN
     # of the candidate's profile vector, or both fused by reciprocal rank (constant `rrf_k`).
     retriever: Literal["bm25", "dense", "hybrid"] = "bm25"

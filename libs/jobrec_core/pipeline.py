@@ -128,8 +128,7 @@ RUNTIME_SETTINGS = (
     "retrieval.bound_budget",  # one pass or two: the same answers (search.bounded)
     "retrieval.scored_in_search",  # the kNN jobs' BM25 in the search or apart: the same scores
     "retrieval.bound_window",
-    "retrieval.screen_budget",  # build_pairs' screen: the same candidates kept (search.bounded)
-    "retrieval.screen_window",
+    "retrieval.screen",  # build_pairs' screen: the same candidates kept (search.bounded)
     "training.launcher",
     "training.prefetch_batches",
     "titles.log_every",

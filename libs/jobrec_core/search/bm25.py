@@ -39,6 +39,7 @@ from jobrec_core.search.bounded import (
     first_pass_hits,
     hit_job_id,
     outranked,
+    outscoring_count_body,
     second_pass_body,
     split_common,
 )
@@ -195,15 +196,7 @@ def _two_pass_batch(
     queries answered exactly, returns the others (undecided, or a pass failed) for the
     one-pass search with its retries and errors."""
     try:
-        answered = _first_pass_then_full(
-            client,
-            index,
-            texts,
-            batch,
-            settings,
-            (settings.bound_budget, settings.bound_window),
-            lambda _, bound, first: contenders(first, bound, settings.top_k),
-        )
+        answered = _first_pass_then_full(client, index, texts, batch, settings)
     except (TransportError, ApiError) as error:
         log.debug("two-pass search failed (%s); one pass instead", error)
         return batch
@@ -222,28 +215,43 @@ def screened_out(
     settings: RetrievalConfig,
 ) -> list[bool]:
     """For each BM25 query of `texts`, whether `jobs`' job is certainly outside its top k
-    (`search.bounded`'s screen, `retrieval.screen_budget`): True only where the screen
-    decided it; False where it could not, where its budget is 0, and where a request failed
-    (the full search then runs, with its retries)."""
+    (`search.bounded`'s screen, `retrieval.screen`): True only where the screen decided it;
+    False where it could not, where it is off, and where a request failed (the full search
+    then runs, with its retries)."""
     outside = [False] * len(texts)
-    if settings.screen_budget <= 0 or settings.type != "most_fields":
+    if not settings.screen:
         return outside
     for start in range(0, len(texts), settings.msearch_batch):
+        batch = range(start, min(start + settings.msearch_batch, len(texts)))
+        queries = {position: multi_match_query(texts[position], settings) for position in batch}
         try:
-            answered = _first_pass_then_full(
+            own = _msearch(
                 client,
                 index,
-                texts,
-                range(start, min(start + settings.msearch_batch, len(texts))),
+                [second_pass_body(queries[p], [int(jobs[p])]) for p in batch],
                 settings,
-                (settings.screen_budget, settings.screen_window),
-                lambda position, _, first: sorted({job for job, _ in first} | {jobs[position]}),
+            )
+            scores: dict[int, float] = {}
+            for position, item in zip(batch, own, strict=True):
+                hits = _answer_hits(item)
+                if hits == []:  # the job matches no word of the query: never a hit
+                    outside[position] = True
+                elif hits:
+                    scores[position] = hits[0][1]
+            counts = _msearch(
+                client,
+                index,
+                [
+                    outscoring_count_body(queries[p], score, settings.top_k)
+                    for p, score in scores.items()
+                ],
+                settings,
             )
         except (TransportError, ApiError) as error:
             log.debug("screen failed (%s): the full searches run", error)
             continue
-        for position, (_, _, full) in answered.items():
-            outside[position] = outranked(full, int(jobs[position]), settings.top_k)
+        for position, item in zip(scores, counts, strict=True):
+            outside[position] = "error" not in item and outranked(item, settings.top_k)
     return outside
 
 
@@ -253,22 +261,18 @@ def _first_pass_then_full(
     texts: Sequence[str],
     batch: Iterable[int],
     settings: RetrievalConfig,
-    pass_budget: tuple[float, int],
-    named: Callable[[int, float, Hits], list[int]],
 ) -> dict[int, tuple[float, Hits, Hits]]:
     """`search.bounded`'s two requests for a batch of BM25 queries: a first pass without
-    each query's commonest words (`split_common` at the budget of `pass_budget`, which also
-    gives `U`, the most they can add) names up to its window of jobs; then the full query
-    scores exactly the jobs `named(position, U, first-pass hits)` picks (none: not asked).
-    Returns, for each query both passes answered, its `U` and both passes' hits. A pass
-    that fails as a whole raises."""
-    budget, window = pass_budget
+    each query's commonest words (`split_common` at `retrieval.bound_budget`, which also
+    gives `U`, the most they can add) names up to `retrieval.bound_window` jobs; then the full
+    query scores exactly the contenders among them. Returns, for each query both passes
+    answered, its `U` and both passes' hits. A pass that fails as a whole raises."""
     words = {position: texts[position].split() for position in batch}
     statistics = field_statistics(
         client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
     )
     splits = {
-        position: split_common(ws, statistics, settings.boosts, budget)
+        position: split_common(ws, statistics, settings.boosts, settings.bound_budget)
         for position, ws in words.items()
     }
     first = _msearch(
@@ -276,7 +280,10 @@ def _first_pass_then_full(
         index,
         [
             first_pass_body(
-                rare, settings.boosts, window, settings.auto_generate_synonyms_phrase_query
+                rare,
+                settings.boosts,
+                settings.bound_window,
+                settings.auto_generate_synonyms_phrase_query,
             )
             for rare, _ in splits.values()
         ],
@@ -287,7 +294,10 @@ def _first_pass_then_full(
         for position, item in zip(words, first, strict=True)
         if "error" not in item
     }
-    jobs = {position: named(position, splits[position][1], h) for position, h in firsts.items()}
+    jobs = {
+        position: contenders(hits, splits[position][1], settings.top_k)
+        for position, hits in firsts.items()
+    }
     asked = [position for position in firsts if jobs[position]]
     full = _msearch(
         client,

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from gensim.models import KeyedVectors
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from jobrec_core.config import load_config
@@ -42,6 +43,13 @@ def tables(spark, config):
         read_delta(spark, entry["map_sets"]),
         read_delta(spark, entry["retrieval"]),
     )
+
+
+def positive_found() -> Column:
+    """Whether the full query found the positive; false too where the screen left it
+    unsearched (null hits: `retrieval.screen`)."""
+    found = F.exists("full_hits", lambda h: h["job_id"] == F.col("positive_job_id"))
+    return F.coalesce(found, F.lit(False))
 
 
 def test_funnel_and_manifest(spark, built):
@@ -185,9 +193,7 @@ def test_candidates_whose_positive_was_not_retrieved_are_dropped(spark, built):
     triples, map_sets, retrieval = tables(spark, config)
     candidates = read_delta(spark, table_path(config, "silver", "candidates"))
     missed = (
-        retrieval.join(candidates, "candidate_id")
-        .where(~F.exists("full_hits", lambda h: h["job_id"] == F.col("positive_job_id")))
-        .select("candidate_id")
+        retrieval.join(candidates, "candidate_id").where(~positive_found()).select("candidate_id")
     )
     assert missed.count() == funnel.outcomes.get("positive_not_retrieved", 0)
     used = triples.select("candidate_id").union(map_sets.select("candidate_id"))
@@ -423,19 +429,25 @@ def test_two_pass_searches_answer_as_one_pass_searches_do(spark, built):
 
 
 def test_the_screen_skips_only_searches_that_could_not_keep_a_candidate(spark, built):
-    """`retrieval.screen_budget` > 0 (`search.bm25.screened_out`): a row is left unsearched
-    only when the one-pass search (the stage's stored retrieval) did not find its positive;
-    every other row gets the stored hits, so build_pairs keeps the same candidates."""
+    """`retrieval.screen` (`search.bm25.screened_out`): a row is left unsearched
+    only when the search without the screen did not find its positive; every other row gets
+    the same hits, so build_pairs keeps the same candidates."""
     config, _ = built
-    _, _, stored = tables(spark, config)
     queries = read_delta(spark, table_path(config, "silver", "queries")).where(
         F.size("query_terms") > 0
     )
     client = make_client(resolve_connection(config))
     index = serving_index(client, config.elasticsearch.index_alias)
-    settings = config.retrieval.model_copy(update={"screen_budget": 30.0, "screen_window": 110})
-    screened = retrieve(
-        queries, resolve_connection(config), index, settings, 2, found="positive_job_id"
+    screened, stored = (
+        retrieve(
+            queries,
+            resolve_connection(config),
+            index,
+            config.retrieval.model_copy(update={"screen": screen}),
+            2,
+            found="positive_job_id",
+        )
+        for screen in (True, False)
     )
     rows = (
         screened.alias("s")
@@ -474,7 +486,7 @@ def test_the_less_informative_query_is_searched_only_when_the_full_query_found_t
     _, _, retrieval = tables(spark, config)
     queries = read_delta(spark, table_path(config, "silver", "queries"))
     rows = retrieval.join(queries.select("candidate_id", "positive_job_id"), "candidate_id")
-    found = F.exists("full_hits", lambda h: h["job_id"] == F.col("positive_job_id"))
+    found = positive_found()
     assert rows.where(found & F.col("negative_hits").isNull()).count() == 0
     missed = rows.where(~found)
     assert missed.count() == funnel.outcomes.get("positive_not_retrieved", 0) > 0

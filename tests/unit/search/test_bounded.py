@@ -13,6 +13,7 @@ from jobrec_core.search.bounded import (
     exact_top,
     first_pass_body,
     outranked,
+    outscoring_count_body,
     split_common,
 )
 
@@ -110,18 +111,18 @@ def test_an_answer_that_a_job_outside_the_window_could_beat_is_refused():
     assert exact_top(full[:5], first[:5], 30, 0.0, 10) is None  # fewer than k answered
 
 
-def test_a_job_is_outranked_only_when_k_others_certainly_score_higher():
-    full = [(1, 9.0), (2, 8.0), (3, 7.0), (4, 7.0), (5, 6.0)]
-    assert outranked(full, 5, 4) and not outranked(full, 5, 5)
-    assert outranked(full, 3, 2) and not outranked(full, 3, 3)  # job 4's tie is not counted
-    assert not outranked(full, 4, 3)  # job 3 ties it with a lower id, yet is not counted
-    # within the float margins, not certainly higher
-    assert not outranked([(1, 6.000001), (2, 6.0)], 2, 1)
-    # a job the query does not match at all is never a hit
-    assert outranked(full, 99, 100)
+def test_the_screen_counts_only_jobs_certainly_above_the_held_out_score_and_stops_at_k():
+    body = outscoring_count_body({"match_all": {}}, 6.0, 100)
+    assert body["size"] == 0 and body["track_total_hits"] == 100
+    # within the float margins, not certainly higher: a tie is never counted
+    assert 6.0 < body["min_score"] < 6.0001
+    assert outranked({"hits": {"total": {"value": 100, "relation": "gte"}}}, 100)
+    assert not outranked({"hits": {"total": {"value": 99, "relation": "eq"}}}, 100)
 
 
 def test_the_screen_never_skips_a_job_of_the_top_k_on_random_scores():
+    """What the node counts (scores at least the count body's `min_score`) reaching k means
+    the job is outside the top k, ties at the cut included."""
     rng = np.random.default_rng(11)
     top_k = 10
     decided = 0
@@ -133,12 +134,10 @@ def test_the_screen_never_skips_a_job_of_the_top_k_on_random_scores():
             zip(ids.tolist(), scores.tolist(), strict=True), key=lambda h: (-h[1], h[0])
         )
         top = {job for job, _ in ranked[:top_k]}
-        job = int(rng.choice(ids))
-        named = rng.choice(jobs, size=int(rng.integers(1, jobs + 1)), replace=False)
-        full = [(int(ids[i]), float(scores[i])) for i in named] + [
-            (job, float(scores[ids.tolist().index(job)]))
-        ]
-        if outranked(list(dict(full).items()), job, top_k):
+        position = int(rng.integers(jobs))
+        least = outscoring_count_body({}, float(scores[position]), top_k)["min_score"]
+        counted = min(int((scores >= least).sum()), top_k)
+        if outranked({"hits": {"total": {"value": counted}}}, top_k):
             decided += 1
-            assert job not in top
+            assert int(ids[position]) not in top
     assert decided > 100
