@@ -248,8 +248,10 @@ class RetrievalConfig(_Section):
     bound_window: int = Field(default=300, gt=0)
     # build_pairs' screen (`search.bounded`): the held-out job's own score, then a count of the
     # jobs above it that stops at `top_k`; when it reaches `top_k`, the candidate's full search
-    # is skipped (it could not keep the candidate).
+    # is skipped (it could not keep the candidate). The count leaves out the commonest clauses
+    # within `screen_budget` (0: the full query counts), as the two passes' first does.
     screen: bool = True
+    screen_budget: float = Field(default=8.0, ge=0)
     # What fills the pool a re-ranker sees (`search.dense`): the paper's BM25 query, the kNN
     # of the candidate's profile vector, or both fused by reciprocal rank (constant `rrf_k`).
     retriever: Literal["bm25", "dense", "hybrid"] = "bm25"

@@ -129,6 +129,7 @@ RUNTIME_SETTINGS = (
     "retrieval.scored_in_search",  # the kNN jobs' BM25 in the search or apart: the same scores
     "retrieval.bound_window",
     "retrieval.screen",  # build_pairs' screen: the same candidates kept (search.bounded)
+    "retrieval.screen_budget",
     "training.launcher",
     "training.prefetch_batches",
     "titles.log_every",

@@ -40,6 +40,7 @@ from jobrec_core.search.bounded import (
     hit_job_id,
     outranked,
     outscoring_count_body,
+    partial_query,
     second_pass_body,
     split_common,
 )
@@ -238,11 +239,12 @@ def screened_out(
                     outside[position] = True
                 elif hits:
                     scores[position] = hits[0][1]
+            counted = _counted_queries(client, index, texts, list(scores), settings)
             counts = _msearch(
                 client,
                 index,
                 [
-                    outscoring_count_body(queries[p], score, settings.top_k)
+                    outscoring_count_body(counted.get(p, queries[p]), score, settings.top_k)
                     for p, score in scores.items()
                 ],
                 settings,
@@ -253,6 +255,32 @@ def screened_out(
         for position, item in zip(scores, counts, strict=True):
             outside[position] = "error" not in item and outranked(item, settings.top_k)
     return outside
+
+
+def _counted_queries(
+    client: Elasticsearch,
+    index: str,
+    texts: Sequence[str],
+    positions: list[int],
+    settings: RetrievalConfig,
+) -> dict[int, dict[str, Any]]:
+    """The partial queries the screen counts with (`retrieval.screen_budget`, a most_fields
+    query): the queries of `positions` that keep a clause after their commonest ones leave;
+    none when the budget is 0 (the full query counts)."""
+    if settings.screen_budget <= 0 or settings.type != "most_fields" or not positions:
+        return {}
+    words = {position: texts[position].split() for position in positions}
+    statistics = field_statistics(
+        client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
+    )
+    counted = {}
+    for position, position_words in words.items():
+        rare, _ = split_common(position_words, statistics, settings.boosts, settings.screen_budget)
+        if any(rare.values()):
+            counted[position] = partial_query(
+                rare, settings.boosts, settings.auto_generate_synonyms_phrase_query
+            )
+    return counted
 
 
 def _first_pass_then_full(

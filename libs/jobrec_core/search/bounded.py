@@ -31,11 +31,15 @@ candidates in ten learn that it is not. Two cheap requests decide it without the
 1. the full query, filtered to the held-out job, gives the job's own score `s` (the same
    query, so the same float arithmetic as in the search); a job that matches no word of the
    query has no score and is never a hit;
-2. the full query again, with `min_score` just above `s` (beyond the float margins) and
+2. the query again, with `min_score` just above `s` (beyond the float margins) and
    `size: 0`, counts the jobs that certainly outscore it, up to `track_total_hits: k`. The
    node stops counting at k: when the held-out job ranks far below the cut, the jobs above it
    are dense, and it scans a small part of the index (a median of 18 ms against 155 ms for
-   the search on the seed's index).
+   the search on the seed's index). The count leaves out the commonest clauses within
+   `retrieval.screen_budget`, as the first pass above does: a job's partial score never
+   exceeds its full one, so a job it counts certainly outscores the held-out job, and it
+   reads far fewer postings (a mean of 36 ms against 61 ms for the full query's count, a
+   few more candidates left undecided).
 
 When k jobs outscore it, it cannot be in the top k (whichever way ties at the cut go), and
 the full search is skipped. Otherwise it runs as before: the screen decides only what the
@@ -158,15 +162,11 @@ def split_common(
     return rare, bound
 
 
-def first_pass_body(
-    rare: dict[str, list[str]],
-    boosts: dict[str, float],
-    window: int,
-    auto_generate_synonyms_phrase_query: bool,
+def partial_query(
+    rare: dict[str, list[str]], boosts: dict[str, float], auto_generate_synonyms_phrase_query: bool
 ) -> dict[str, Any]:
-    """The query without its common clauses: the `window` best job ids by partial score,
-    every match counted (exhaustive scoring is faster than pruning here, as for the full
-    query), ids from doc values (no fetch phase)."""
+    """The query without its common clauses (`split_common`): a job's score by it, its
+    partial score, never exceeds its full score (beyond the float margins)."""
     should = [
         {
             "match": {
@@ -180,8 +180,20 @@ def first_pass_body(
         for name, words in rare.items()
         if words
     ]
+    return {"bool": {"should": should}}
+
+
+def first_pass_body(
+    rare: dict[str, list[str]],
+    boosts: dict[str, float],
+    window: int,
+    auto_generate_synonyms_phrase_query: bool,
+) -> dict[str, Any]:
+    """The `window` best job ids by partial score, every match counted (exhaustive scoring is
+    faster than pruning here, as for the full query), ids from doc values (no fetch
+    phase)."""
     return {
-        "query": {"bool": {"should": should}},
+        "query": partial_query(rare, boosts, auto_generate_synonyms_phrase_query),
         "size": window,
         **IDS_FROM_DOC_VALUES,
         "track_total_hits": True,
@@ -216,12 +228,13 @@ def second_pass_body(full_query: dict[str, Any], jobs: list[int]) -> dict[str, A
     }
 
 
-def outscoring_count_body(full_query: dict[str, Any], own: float, top_k: int) -> dict[str, Any]:
-    """The screen's count: the jobs whose full score certainly beats `own` (a score above it
-    beyond the float margins: a tie is not counted, whichever id would win it), counted up to
-    `top_k` only, so that the node stops scanning once it has found them."""
+def outscoring_count_body(query: dict[str, Any], own: float, top_k: int) -> dict[str, Any]:
+    """The screen's count: the jobs whose score by `query` (the full query, or a partial one:
+    never more than the full score) certainly beats `own` (above it beyond the float margins:
+    a tie is not counted, whichever id would win it), counted up to `top_k` only, so that the
+    node stops scanning once it has found them."""
     return {
-        "query": full_query,
+        "query": query,
         "min_score": own * (1 + RELATIVE_MARGIN) + ABSOLUTE_MARGIN,
         "size": 0,
         "track_total_hits": top_k,
