@@ -248,6 +248,7 @@ def screened_out(
                     for p, score in scores.items()
                 ],
                 settings,
+                cached=False,  # each candidate's count is asked once
             )
         except (TransportError, ApiError) as error:
             log.debug("screen failed (%s): the full searches run", error)
@@ -348,14 +349,21 @@ def _answer_hits(item: dict[str, Any]) -> Hits | None:
 
 
 def _msearch(
-    client: Elasticsearch, index: str, bodies: list[dict[str, Any]], settings: RetrievalConfig
+    client: Elasticsearch,
+    index: str,
+    bodies: list[dict[str, Any]],
+    settings: RetrievalConfig,
+    cached: bool = True,
 ) -> list[dict[str, Any]]:
-    """One `_msearch` of `bodies` against `index`: its per-search answers, in order."""
+    """One `_msearch` of `bodies` against `index`: its per-search answers, in order. Not
+    `cached`: answers of `size: 0` that will not be asked again stay out of the shard request
+    cache (it would keep them, evicting answers worth keeping)."""
     if not bodies:
         return []
+    header: dict[str, Any] = {"index": index} | ({} if cached else {"request_cache": False})
     searches: list[dict[str, Any]] = []
     for request_body in bodies:
-        searches += [{"index": index}, request_body]
+        searches += [header, request_body]
     response = client.options(request_timeout=settings.timeout_s).msearch(
         searches=searches, max_concurrent_searches=settings.max_concurrent_searches
     )
