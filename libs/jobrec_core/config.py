@@ -250,7 +250,7 @@ class RetrievalConfig(_Section):
     # jobs above it that stops at `top_k`; when it reaches `top_k`, the candidate's full search
     # is skipped (it could not keep the candidate). The count leaves out the commonest clauses
     # within `screen_budget` (0: the full query counts), as the two passes' first does.
-    screen: bool = True
+    screen: bool = False
     screen_budget: float = Field(default=8.0, ge=0)
     # What fills the pool a re-ranker sees (`search.dense`): the paper's BM25 query, the kNN
     # of the candidate's profile vector, or both fused by reciprocal rank (constant `rrf_k`).
