@@ -270,18 +270,32 @@ def _counted_queries(
     none when the budget is 0 (the full query counts)."""
     if settings.screen_budget <= 0 or settings.type != "most_fields" or not positions:
         return {}
+    splits = _common_splits(client, index, texts, positions, settings, settings.screen_budget)
+    return {
+        position: partial_query(rare, settings.boosts, settings.auto_generate_synonyms_phrase_query)
+        for position, (rare, _) in splits.items()
+        if any(rare.values())
+    }
+
+
+def _common_splits(
+    client: Elasticsearch,
+    index: str,
+    texts: Sequence[str],
+    positions: Iterable[int],
+    settings: RetrievalConfig,
+    budget: float,
+) -> dict[int, tuple[dict[str, list[str]], float]]:
+    """`split_common` of each query of `positions` at `budget`, the index's statistics of
+    their words looked up together."""
     words = {position: texts[position].split() for position in positions}
     statistics = field_statistics(
         client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
     )
-    counted = {}
-    for position, position_words in words.items():
-        rare, _ = split_common(position_words, statistics, settings.boosts, settings.screen_budget)
-        if any(rare.values()):
-            counted[position] = partial_query(
-                rare, settings.boosts, settings.auto_generate_synonyms_phrase_query
-            )
-    return counted
+    return {
+        position: split_common(ws, statistics, settings.boosts, budget)
+        for position, ws in words.items()
+    }
 
 
 def _first_pass_then_full(
@@ -296,14 +310,7 @@ def _first_pass_then_full(
     gives `U`, the most they can add) names up to `retrieval.bound_window` jobs; then the full
     query scores exactly the contenders among them. Returns, for each query both passes
     answered, its `U` and both passes' hits. A pass that fails as a whole raises."""
-    words = {position: texts[position].split() for position in batch}
-    statistics = field_statistics(
-        client, index, (w for ws in words.values() for w in ws), list(settings.boosts)
-    )
-    splits = {
-        position: split_common(ws, statistics, settings.boosts, settings.bound_budget)
-        for position, ws in words.items()
-    }
+    splits = _common_splits(client, index, texts, batch, settings, settings.bound_budget)
     first = _msearch(
         client,
         index,
@@ -320,7 +327,7 @@ def _first_pass_then_full(
     )
     firsts = {
         position: first_pass_hits(item)
-        for position, item in zip(words, first, strict=True)
+        for position, item in zip(splits, first, strict=True)
         if "error" not in item
     }
     jobs = {
