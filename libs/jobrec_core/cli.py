@@ -4,6 +4,7 @@ jobrec es start|stop|status     the local Elasticsearch node
 jobrec index versions|rollback  the versions of the jobs index; point the alias back
 jobrec demo                     start the node, prove every component, print the report
 jobrec run --preset seed        every stage on a preset; rerun to resume after a failure
+jobrec snapshot --env local --env seed   a preset's report as a section docs/RESULTS.md appends
 jobrec recommend --candidate ID a candidate's past jobs and their ten recommendations
 jobrec serve                    online recommendations over HTTP (POST /recommend, GET /health)
 jobrec config                   print the resolved configuration (secrets are never in it)
@@ -65,6 +66,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--fresh", action="store_true", help="forget the state: run every step")
     run.add_argument("--keep-es", action="store_true", help="leave the local node running")
 
+    snapshot = add_common_arguments(
+        commands.add_parser(
+            "snapshot", help="copy a preset's report and steps into docs as an appended section"
+        )
+    )
+    snapshot.add_argument(
+        "--to",
+        default="docs/results",
+        help="folder of the section (<preset>.md) and its plots (<preset>/); the report that "
+        "appends it lives in its parent (default: docs/results)",
+    )
+
     recommend = add_common_arguments(
         commands.add_parser("recommend", help="one candidate's jobs and recommendations")
     )
@@ -120,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _demo(config, keep_es=args.keep_es)
         if args.command == "run":
             return _run(config, args)
+        if args.command == "snapshot":
+            return _snapshot(config, args.env, Path(args.to))
         if args.command == "recommend":
             return _recommend(config, args.candidate, args.refresh)
         if args.command == "serve":
@@ -272,6 +287,44 @@ def _data_report(config: JobrecConfig, out: str | None) -> int:
     from jobrec_core.platform.spark import get_spark
 
     print(dataset_report(get_spark(config), config, Path(out) if out else None))
+    return 0
+
+
+def _snapshot(config: JobrecConfig, envs: str, folder: Path) -> int:
+    """The preset's generated RESULTS.md, its plots and its steps' records, copied to `folder`
+    as `<preset>.md` and `<preset>/*.png`: a section the demo's report appends
+    (`evaluation.report_appendices`), so a heavy run's figures stay in docs/RESULTS.md while
+    the demo regenerates the rest."""
+    import shutil
+
+    from jobrec_core import pipeline
+    from jobrec_core.platform.paths import local_path
+    from jobrec_core.platform.tables import table_path
+    from jobrec_core.results import snapshot_section
+
+    preset = config.data.preset
+    source = Path(local_path(table_path(config, "reports", "evaluation")))
+    report = source / "RESULTS.md"
+    if not report.is_file():
+        print(f"jobrec snapshot: no report at {report}: run `jobrec run` on {preset!r} first",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    state = pipeline.load_state(pipeline.state_file(config), pipeline.fingerprint(config))
+    plots = folder / preset
+    plots.mkdir(parents=True, exist_ok=True)
+    for plot in sorted(source.glob("*.png")):
+        shutil.copyfile(plot, plots / plot.name)
+    command = "jobrec run " + " ".join(f"--env {env}" for env in envs.split(","))
+    section = snapshot_section(
+        preset,
+        report.read_text(encoding="utf-8"),
+        command,
+        pipeline.format_records(state.completed),
+        f"{folder.name}/{preset}",
+    )
+    target = folder / f"{preset}.md"
+    target.write_text(section, encoding="utf-8")
+    print(f"{target} and {plots}/ written from {report}")
     return 0
 
 

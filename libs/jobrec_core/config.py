@@ -391,6 +391,9 @@ class EvaluationConfig(_Section):
     # order and re-ranked by the champion (bm25 is the reference); fewer than two: skipped.
     retrievers: list[Literal["bm25", "dense", "hybrid"]] = []
     retriever_candidates: int = Field(default=5000, ge=0)  # for each of its two parts
+    # Committed sections the report appends verbatim: a heavier preset's snapshot
+    # (`jobrec snapshot`), so that the demo's RESULTS.md carries it and stays reproducible.
+    report_appendices: list[str] = []
 
 
 class KnnConfig(_Section):

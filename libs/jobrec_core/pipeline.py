@@ -130,6 +130,7 @@ RUNTIME_SETTINGS = (
     "retrieval.bound_window",
     "retrieval.screen",  # build_pairs' screen: the same candidates kept (search.bounded)
     "retrieval.screen_budget",
+    "evaluation.report_appendices",  # what the report appends, not what it computes
     "training.launcher",
     "training.prefetch_batches",
     "titles.log_every",

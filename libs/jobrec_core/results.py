@@ -6,6 +6,9 @@ logs the same tables (MLflow tables), plots and metrics to an `evaluate` run.
 
 from __future__ import annotations
 
+import logging
+import re
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,8 @@ from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.tables import table_path
 from jobrec_core.ranking.scorers import score_column_of
+
+log = logging.getLogger(__name__)
 
 CURVE_PLOT = "learning_curve_sizes.png"
 GROUND_TRUTH_PLOT = "ground_truth.png"
@@ -160,7 +165,13 @@ def ground_truth_figure(report: EvaluationReport) -> Any:
     return figure
 
 
-def markdown(report: EvaluationReport, command: str, context: dict[str, str]) -> str:
+def markdown(
+    report: EvaluationReport,
+    command: str,
+    context: dict[str, str],
+    appendices: Sequence[str] = (),
+) -> str:
+    """The report; `appendices` (committed markdown sections) follow it verbatim."""
     lines = [
         "# Results",
         "",
@@ -185,7 +196,48 @@ def markdown(report: EvaluationReport, command: str, context: dict[str, str]) ->
         lines += [f"![learning curve]({CURVE_PLOT})", ""]
     if report.ground_truth:
         lines += [f"![ground truth]({GROUND_TRUTH_PLOT})", ""]
+    for section in appendices:
+        lines += [section.rstrip("\n"), ""]
     return "\n".join(lines)
+
+
+def read_appendices(paths: Sequence[str]) -> list[str]:
+    """The sections `evaluation.report_appendices` names; one that is missing is logged and
+    left out (a checkout without docs/, a cluster), never a failed evaluation."""
+    found = []
+    for name in paths:
+        path = Path(name)
+        if path.is_file():
+            found.append(path.read_text(encoding="utf-8"))
+        else:
+            log.warning("report appendix %s not found (from %s): left out", name, Path.cwd())
+    return found
+
+
+def snapshot_section(
+    preset: str, report_text: str, command: str, steps: str, plots_folder: str
+) -> str:
+    """A preset's generated RESULTS.md as a section for another report to append: its title
+    one level down, its plots under `plots_folder` (relative to the report that appends it),
+    the command that made it and each step's wall time and peak memory in front."""
+    body = report_text.split("\n", 1)[1] if report_text.startswith("# ") else report_text
+    body = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", rf"![\1]({plots_folder}/\2)", body)
+    return "\n".join(
+        [
+            f"## The {preset} preset: a committed snapshot",
+            "",
+            f"Not recomputed by the demo: `{command}` computed these tables, and "
+            f"`jobrec snapshot --env local --env {preset}` copied them here. Its steps (the "
+            "wall time of a step's last attempt, when it was stopped and resumed; the peak "
+            "memory of the process tree, the Elasticsearch node left out):",
+            "",
+            "```",
+            steps,
+            "```",
+            body.strip("\n"),
+            "",
+        ]
+    )
 
 
 def findings(report: EvaluationReport) -> list[str]:
@@ -231,14 +283,18 @@ def figures(report: EvaluationReport) -> dict[str, Any]:
 
 
 def write_report(
-    report: EvaluationReport, folder: Path, command: str, context: dict[str, str]
+    report: EvaluationReport,
+    folder: Path,
+    command: str,
+    context: dict[str, str],
+    appendices: Sequence[str] = (),
 ) -> Path:
-    """`RESULTS.md` and its plots in `folder`."""
+    """`RESULTS.md` (`appendices` after it) and its plots in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, figure in figures(report).items():
         figure.savefig(folder / name, dpi=110)
     target = folder / "RESULTS.md"
-    target.write_text(markdown(report, command, context), encoding="utf-8")
+    target.write_text(markdown(report, command, context, appendices), encoding="utf-8")
     return target
 
 
@@ -289,4 +345,5 @@ def publish(
     configure_mlflow(config)
     run_id = log_report(config, report, context)
     target = Path(folder or local_path(table_path(config, "reports", "evaluation")))
-    return write_report(report, target, command, context), run_id
+    appendices = read_appendices(config.evaluation.report_appendices)
+    return write_report(report, target, command, context, appendices), run_id

@@ -67,3 +67,14 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
     assert again[:-1] == first[:-1]
     assert again[-1]["name"] == "recommend"
     assert again[-1]["finished"] >= first[-1]["finished"]
+
+    section_folder = tmp_path / "results"
+    snapshot = ["snapshot", *(f"--set={s}" for s in [*settings, "data.preset=tiny"])]
+    assert main([*snapshot, "--to", str(section_folder)]) == 0
+    section = (section_folder / "tiny.md").read_text()
+    assert section.startswith("## The tiny preset: a committed snapshot")
+    assert "`jobrec run --env local` computed these tables" in section
+    assert "train_v1" in section and "peak GiB" in section  # the steps' records
+    assert "P@10" in section  # the evaluation's tables
+    assert "](results/tiny/ground_truth.png)" in section
+    assert (section_folder / "tiny" / "ground_truth.png").stat().st_size > 0
