@@ -298,12 +298,10 @@ def _snapshot(config: JobrecConfig, envs: str, folder: Path) -> int:
     import shutil
 
     from jobrec_core import pipeline
-    from jobrec_core.platform.paths import local_path
-    from jobrec_core.platform.tables import table_path
-    from jobrec_core.results import snapshot_section
+    from jobrec_core.results import report_folder, snapshot_section
 
     preset = config.data.preset
-    source = Path(local_path(table_path(config, "reports", "evaluation")))
+    source = report_folder(config)
     report = source / "RESULTS.md"
     if not report.is_file():
         print(f"jobrec snapshot: no report at {report}: run `jobrec run` on {preset!r} first",

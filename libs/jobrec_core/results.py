@@ -234,6 +234,7 @@ def snapshot_section(
             "```",
             steps,
             "```",
+            "",
             body.strip("\n"),
             "",
         ]
@@ -328,6 +329,11 @@ def log_report(config: JobrecConfig, report: EvaluationReport, context: dict[str
         return str(run.info.run_id)
 
 
+def report_folder(config: JobrecConfig) -> Path:
+    """Where an evaluation writes its report by default: the dataset's reports/evaluation."""
+    return Path(local_path(table_path(config, "reports", "evaluation")))
+
+
 def publish(
     config: JobrecConfig, report: EvaluationReport, folder: str | None, command: str
 ) -> tuple[Path, str]:
@@ -344,6 +350,6 @@ def publish(
     }
     configure_mlflow(config)
     run_id = log_report(config, report, context)
-    target = Path(folder or local_path(table_path(config, "reports", "evaluation")))
+    target = Path(folder) if folder else report_folder(config)
     appendices = read_appendices(config.evaluation.report_appendices)
     return write_report(report, target, command, context, appendices), run_id
