@@ -312,11 +312,10 @@ def _snapshot(config: JobrecConfig, envs: str, folder: Path) -> int:
     plots.mkdir(parents=True, exist_ok=True)
     for plot in sorted(source.glob("*.png")):
         shutil.copyfile(plot, plots / plot.name)
-    command = "jobrec run " + " ".join(f"--env {env}" for env in envs.split(","))
     section = snapshot_section(
         preset,
         report.read_text(encoding="utf-8"),
-        command,
+        " ".join(f"--env {env}" for env in envs.split(",")),
         pipeline.format_records(state.completed),
         f"{folder.name}/{preset}",
     )

@@ -215,19 +215,20 @@ def read_appendices(paths: Sequence[str]) -> list[str]:
 
 
 def snapshot_section(
-    preset: str, report_text: str, command: str, steps: str, plots_folder: str
+    preset: str, report_text: str, env_flags: str, steps: str, plots_folder: str
 ) -> str:
     """A preset's generated RESULTS.md as a section for another report to append: its title
     one level down, its plots under `plots_folder` (relative to the report that appends it),
-    the command that made it and each step's wall time and peak memory in front."""
+    the commands that made and copied it (`env_flags`: their `--env` options) and each step's
+    wall time and peak memory in front."""
     body = report_text.split("\n", 1)[1] if report_text.startswith("# ") else report_text
     body = re.sub(r"!\[([^\]]*)\]\(([^)/]+\.png)\)", rf"![\1]({plots_folder}/\2)", body)
     return "\n".join(
         [
             f"## The {preset} preset: a committed snapshot",
             "",
-            f"Not recomputed by the demo: `{command}` computed these tables, and "
-            f"`jobrec snapshot --env local --env {preset}` copied them here. Its steps (the "
+            f"Not recomputed by the demo: `jobrec run {env_flags}` computed these tables, and "
+            f"`jobrec snapshot {env_flags}` copied them here. Its steps (the "
             "wall time of a step's last attempt, when it was stopped and resumed; the peak "
             "memory of the process tree, the Elasticsearch node left out):",
             "",
