@@ -41,6 +41,7 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
         "evaluation.retriever_candidates=40",
         "histograms.lead_fields=[title]",
         "promotion.min_accuracy=0",  # the tiny v1 must become the champion that recommends
+        "evaluation.report_appendices=[]",  # not the demo's: docs/results/seed.md
         *QUICK_TITLES,
     ]
     arguments = ["run", "--preset", "tiny", *(f"--set={s}" for s in settings)]
@@ -74,6 +75,7 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
     section = (section_folder / "tiny.md").read_text()
     assert section.startswith("## The tiny preset: a committed snapshot")
     assert "`jobrec run --env local` computed these tables" in section
+    assert "`jobrec snapshot --env local` copied them" in section
     assert "train_v1" in section and "peak GiB" in section  # the steps' records
     assert "P@10" in section  # the evaluation's tables
     assert "](results/tiny/ground_truth.png)" in section
