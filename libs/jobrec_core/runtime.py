@@ -23,9 +23,13 @@ class _Overlays(argparse.Action):
         values: str | Sequence[Any] | None,
         option_string: str | None = None,
     ) -> None:
+        # Not `chosen is self.default`: `--env local` typed in Python source is that very string
+        # object, and a later `--env seed` would then drop it.
+        marker = f"_{self.dest}_given"
         chosen = getattr(namespace, self.dest)
-        given = str(values) if chosen is self.default else f"{chosen},{values}"
+        given = f"{chosen},{values}" if getattr(namespace, marker, False) else str(values)
         setattr(namespace, self.dest, given)
+        setattr(namespace, marker, True)
 
 
 def add_common_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:

@@ -86,6 +86,8 @@ def test_repeated_env_options_layer_the_overlays():
     args = parser.parse_args(["--env", "databricks", "--env", "prod"])
     assert args.env == "databricks,prod"
     assert config_from_args(args).env == "databricks,prod"
+    typed = ["--env", "local", "--env", "seed"]  # "local" in source: the default's own object
+    assert parser.parse_args(typed).env == "local,seed"
 
 
 def test_databricks_alone_is_refused_for_want_of_a_target():
