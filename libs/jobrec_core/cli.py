@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -315,7 +316,7 @@ def _snapshot(config: JobrecConfig, envs: str, folder: Path) -> int:
     section = snapshot_section(
         preset,
         report.read_text(encoding="utf-8"),
-        " ".join(f"--env {env}" for env in envs.split(",")),
+        _env_options(envs),
         pipeline.format_records(state.completed),
         f"{folder.name}/{preset}",
     )
@@ -349,6 +350,23 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         return 0
 
 
+def _env_options(envs: str) -> str:
+    """The overlays as options again: `local,seed` -> `--env local --env seed`."""
+    return " ".join(f"--env {env}" for env in envs.split(","))
+
+
+def _run_command(args: argparse.Namespace) -> str:
+    """`jobrec run` as typed, minus the options that only steer the run (`--from`,
+    `--fresh`): the line the report prints under "reproduce with"."""
+    words = ["jobrec run", _env_options(args.env)]
+    words += [f"--set {shlex.quote(override)}" for override in args.overrides]
+    if args.preset:
+        words.append(f"--preset {args.preset}")
+    if args.candidates != DEMO_CANDIDATES:
+        words.append(f"--candidates {args.candidates}")
+    return " ".join(words)
+
+
 def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
     """The pipeline on the configured preset, resuming after the last recorded step."""
     from jobrec_core import pipeline
@@ -366,7 +384,7 @@ def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
     pipeline.save_state(path, state)
     with _local_node(config, keep=args.keep_es):
         spark = get_spark(config)
-        steps = pipeline.pipeline_steps(spark, config, args.candidates, "jobrec run")
+        steps = pipeline.pipeline_steps(spark, config, args.candidates, _run_command(args))
         local = config.elasticsearch.local
         node = LocalElasticsearch(local).status() if local.enabled else None
         not_measured = frozenset({node.pid} if node is not None else ())  # a service's memory
