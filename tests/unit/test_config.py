@@ -90,6 +90,17 @@ def test_repeated_env_options_layer_the_overlays():
     assert parser.parse_args(typed).env == "local,seed"
 
 
+def test_the_seed_preset_keeps_its_models_and_index_apart_from_the_demo():
+    """Both share one machine's node and MLflow store: a shared registry name let each run's
+    gate replace the other's champion (trained on other embeddings) and interleaved their
+    versions."""
+    demo, seed = load_config("local", conf_dir=CONF), load_config("local,seed", conf_dir=CONF)
+    assert demo.mlflow.tracking_uri == seed.mlflow.tracking_uri
+    for setting in ["mlflow.model_name", "titles.model_name", "elasticsearch.index_alias"]:
+        section, name = setting.split(".")
+        assert getattr(getattr(demo, section), name) != getattr(getattr(seed, section), name)
+
+
 def test_databricks_alone_is_refused_for_want_of_a_target():
     with pytest.raises(ConfigError, match=r"storage.root: empty.*--env databricks --env"):
         load_config("databricks", conf_dir=CONF)
