@@ -33,6 +33,7 @@ from jobrec_core.platform.spark import get_spark
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.factory import interest_memory, ranking_inputs
 from jobrec_core.ranking.interpolation import interpolate
+from jobrec_core.ranking.pipeline import spark_table
 from jobrec_core.search.bm25 import search_all
 from jobrec_core.search.connection import make_client
 from jobrec_core.search.dense import knn_body
@@ -51,7 +52,7 @@ def main() -> None:
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
     LocalElasticsearch(config.elasticsearch.local).start()
     spark = get_spark(config)
-    inputs = ranking_inputs(spark, config)
+    inputs = ranking_inputs(spark, config, ship_tables=False)
     started = time.perf_counter()
     memory = interest_memory(spark, config, inputs)
     index = ivf_index(memory, config.knn.probes)
@@ -62,7 +63,8 @@ def main() -> None:
         .limit(args.candidates)
         .select("candidate_id", F.array_distinct("sequence.job_id").alias("own_job_ids"))
     )
-    queries = with_query_vectors(sample, inputs.tokens, inputs.vectors_file, inputs.words_and_idf)
+    tokens = spark_table(inputs.tokens)
+    queries = with_query_vectors(sample, tokens, inputs.vectors_file, inputs.words_and_idf)
     frame = pd.DataFrame(queries.where(F.col(QUERY_VECTOR).isNotNull()).toPandas())
     ids = frame["candidate_id"].to_numpy(dtype=np.int64)
     vectors = np.stack([np.asarray(v, dtype=np.float32) for v in frame[QUERY_VECTOR]])

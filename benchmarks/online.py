@@ -138,7 +138,7 @@ def main() -> None:
     for body in bodies:
         in_process.recommend(in_process.parse(body))
 
-    inputs = ranking_inputs(spark, config)
+    inputs = ranking_inputs(spark, config, ship_tables=False)
     champion = load_champion(config)
     scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
     begun = time.perf_counter()

@@ -13,12 +13,18 @@ cleaned candidates by id.
 - baseline: BM25 alone, the product's floor: the paper's query, its top `evaluation.k`
   written, no features and no model (`Bm25Retriever >> Reranker(Bm25Scorer) % k`);
 - baseline: step by step, the champion's pipeline with each step in its own Spark form, as
-  the job ran it before the query steps were fused: the matching histograms written out by
-  one grouped pass and read back by the scoring's, the ranks from a window;
-- subject: the champion's whole pipeline in one Spark plan (`Pipeline.spark_steps`: the
-  features, the scores and the cut-off in one grouped pass per batch of queries), then the
-  write of the top k to a Delta table, as `serving.stage.run_recommend` runs it (the
-  retrieval's results kept in memory instead of the stage's resumable Delta table);
+  the job ran it before the query steps were fused: the job tables joined in Spark, the
+  matching histograms written out by one grouped pass and read back by the scoring's, the
+  ranks from a window;
+- baseline: the job tables joined in Spark, the pipeline's plan before the tables were
+  shipped to the workers: the pool rows joined with the jobs' text and the interest graph,
+  then the features, the scores and the cut-off in one grouped pass;
+- subject: the champion's whole pipeline in one Spark plan (`Pipeline.spark_steps`: with the
+  job tables shipped to the workers, `histograms.worker_tables_max_jobs`, the text and graph
+  lookups, the features, the scores and the cut-off in one grouped pass per batch of
+  queries), then the write of the top k to a Delta table, as `serving.stage.run_recommend`
+  runs it (the retrieval's results kept in memory instead of the stage's resumable Delta
+  table);
 - parts: the subject's steps one at a time, each step's output persisted on disk and counted
   before the next starts (the previous one then dropped), so that each figure is that
   step's own; their sum is above the subject's wall time, since each output is written and
@@ -28,7 +34,7 @@ cleaned candidates by id.
   scores, which Spark runs together, apart).
 
 Every run searches afresh: the searches kept in memory by one run are dropped before the
-next (`spark.catalog.clearCache`). The top k of the subject and of the step-by-step baseline
+next (`spark.catalog.clearCache`). The top k of the subject and of both pipeline baselines
 are compared: the same jobs in the same ranks, and the largest score difference.
 
 Issue 21's figure, 15 candidates/s, was measured at an earlier commit (docs/BENCHMARKS.md,
@@ -41,6 +47,7 @@ import argparse
 import os
 import tempfile
 import time
+from dataclasses import replace
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the driver's own timings: one thread,
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # as each of Spark's Python workers runs
@@ -61,7 +68,7 @@ from jobrec_core.ranking.factory import (
     rerank_pipeline,
     retriever_step,
 )
-from jobrec_core.ranking.pipeline import PerQuery, Reranker, Step
+from jobrec_core.ranking.pipeline import PerQuery, Reranker, Step, spark_table
 from jobrec_core.ranking.scorers import Bm25Scorer, drmm_scorer
 from jobrec_core.search.local_node import LocalElasticsearch
 
@@ -98,10 +105,15 @@ def main() -> int:
     count = queries.count()
     scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
     pipeline = rerank_pipeline(config, inputs, scorer)
+    joined_inputs = replace(
+        inputs, tokens=spark_table(inputs.tokens), graph=spark_table(inputs.graph)
+    )
+    joined = rerank_pipeline(config, joined_inputs, scorer)
     print(
         f"recommendations on {args.preset!r}: {count:,} candidates, {inputs.index}, champion "
         f"DRMM {champion.version}, retriever {config.retrieval.retriever}, top "
-        f"{config.evaluation.k}, {spark.sparkContext.defaultParallelism} cores"
+        f"{config.evaluation.k}, {spark.sparkContext.defaultParallelism} cores, job tables "
+        f"{'shipped to the workers' if inputs.tokens is not joined_inputs.tokens else 'joined'}"
     )
     with (
         tempfile.TemporaryDirectory() as folder,
@@ -122,9 +134,10 @@ def main() -> int:
         )
         baseline = timed_write(bm25_alone.transform_spark(queries), "bm25")
         frame = queries
-        for step in pipeline.steps:
+        for step in joined.steps:
             frame = step.transform_spark(frame)
         step_by_step = timed_write(frame, "steps")
+        joined_whole = timed_write(joined.transform_spark(queries), "joined")
         whole = timed_write(pipeline.transform_spark(queries), "whole")
 
         parts: list[tuple[str, float]] = []
@@ -145,14 +158,10 @@ def main() -> int:
         subject = read_delta(spark, str(Path(folder) / "whole"))
         rows = subject.count()
         parts_differing = subject.exceptAll(read_delta(spark, str(Path(folder) / "parts"))).count()
-        steps = read_delta(spark, str(Path(folder) / "steps"))
-        lists_differing = subject.select(*top).exceptAll(steps.select(*top)).count()
-        largest = (
-            subject.alias("a")
-            .join(steps.alias("b"), top)
-            .agg(F.max(F.abs(F.col("a.score") - F.col("b.score"))))
-            .collect()[0][0]
-        )
+        compared = {
+            label: differences(subject, read_delta(spark, str(Path(folder) / name)), top)
+            for name, label in (("steps", "step by step"), ("joined", "the joined tables"))
+        }
     width = 60
     print(f"  {'part':<{width}}{'seconds':>10}{'candidates/s':>16}")
     for name, seconds in parts:
@@ -161,6 +170,7 @@ def main() -> int:
     for name, seconds in [
         ("baseline: BM25 alone, top k", baseline),
         ("baseline: step by step", step_by_step),
+        ("baseline: the job tables joined in Spark", joined_whole),
         ("subject: whole, as the job runs it", whole),
     ]:
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
@@ -174,12 +184,30 @@ def main() -> int:
         print(f"    {type(step).__name__:<{width - 4}}{each:>10.2f}")
     recorded = count / whole / RECORDED_BASELINE
     print(
-        f"  subject {step_by_step / whole:.2f}x step by step, {recorded:.1f}x issue 21's "
-        f"recorded {RECORDED_BASELINE:.0f} candidates/s (earlier commit); {rows:,} rows; top "
-        f"{config.evaluation.k} rows differing from step by step's: {lists_differing}, largest "
-        f"score difference {largest:.2g}; parts {'equal' if parts_differing == 0 else 'DIFFERENT'}"
+        f"  subject {step_by_step / whole:.2f}x step by step, {joined_whole / whole:.2f}x the "
+        f"joined tables, {recorded:.1f}x issue 21's recorded {RECORDED_BASELINE:.0f} "
+        f"candidates/s (earlier commit); {rows:,} rows; parts "
+        f"{'equal' if parts_differing == 0 else 'DIFFERENT'}"
     )
-    return 0 if lists_differing == 0 else 1
+    for name, (lists_differing, largest) in compared.items():
+        print(
+            f"  top {config.evaluation.k} rows differing from {name}: {lists_differing}, "
+            f"largest score difference {largest:.2g}"
+        )
+    return 0 if all(differing == 0 for differing, _ in compared.values()) else 1
+
+
+def differences(subject: DataFrame, other: DataFrame, top: list[str]) -> tuple[int, float]:
+    """Rows of `subject`'s top lists (`top` columns) not in `other`'s, and the largest score
+    difference between their common rows."""
+    differing = subject.select(*top).exceptAll(other.select(*top)).count()
+    largest = (
+        subject.alias("a")
+        .join(other.alias("b"), top)
+        .agg(F.max(F.abs(F.col("a.score") - F.col("b.score"))))
+        .collect()[0][0]
+    )
+    return differing, float(largest)
 
 
 def part_name(step: Step) -> str:

@@ -258,7 +258,7 @@ def hybrid_benchmark(
     """`--hybrid`: pools per second, the kNN jobs' BM25 scores from a request of their own
     (baseline) and from the BM25 search (subject); 1 when a pool differs."""
     spark = get_spark(config)
-    inputs = ranking_inputs(spark, config)
+    inputs = ranking_inputs(spark, config, ship_tables=False)
     queries = (
         read_delta(spark, table_path(config, "silver", "queries"))
         .where("size(query_terms) > 0")

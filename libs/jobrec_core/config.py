@@ -271,6 +271,10 @@ class HistogramsConfig(_Section):
     lead_fields: list[str] = []
     doc_max_terms: int = Field(gt=0)
     map_queries_per_batch: int = Field(gt=0)
+    # The features' job tables (text, interest graph) are shipped to every worker and looked up
+    # there, in the features' pass, when the index has at most this many jobs (the demo's
+    # 30,000: about 60 MiB in each Python worker); above, or 0, they are joined in Spark.
+    worker_tables_max_jobs: int = Field(default=0, ge=0)
 
     @model_validator(mode="after")
     def _lead_fields_lead(self) -> HistogramsConfig:

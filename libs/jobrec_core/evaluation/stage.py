@@ -93,7 +93,7 @@ from jobrec_core.ranking.factory import (
     queries_of,
     ranking_inputs,
 )
-from jobrec_core.ranking.pipeline import ScoreColumns
+from jobrec_core.ranking.pipeline import ScoreColumns, spark_table
 from jobrec_core.ranking.scorers import (
     RETRIEVAL_ORDER,
     RetrievalOrderScorer,
@@ -541,7 +541,7 @@ def tune_knn(
 def _query_vectors(inputs: RankingInputs, queries: DataFrame) -> pd.DataFrame:
     vectors = with_query_vectors(
         queries.select("candidate_id", "own_job_ids"),
-        inputs.tokens,
+        spark_table(inputs.tokens),
         inputs.vectors_file,
         inputs.words_and_idf,
     )
@@ -638,7 +638,9 @@ def run_evaluation(
     log.info(
         "evaluation 1/5: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
     )
-    report.protocol, queries = run_paper_protocol(spark, config, rerankers, inputs.tokens)
+    report.protocol, queries = run_paper_protocol(
+        spark, config, rerankers, spark_table(inputs.tokens)
+    )
     report.queries |= queries
     curve: list[Scorer] = []
     if config.evaluation.learning_curve and trainer is not None:

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -133,16 +133,30 @@ def install_spark_defaults(config: JobrecConfig) -> Path:
 
 
 @contextmanager
-def arrow_batch(spark: SparkSession, rows: int) -> Iterator[None]:
-    """At most `rows` rows per Arrow batch of the pandas UDFs run inside the block (a row of
-    grouped documents can hold 100 documents: small batches keep the workers' memory flat)."""
-    key = "spark.sql.execution.arrow.maxRecordsPerBatch"
-    previous = str(spark.conf.get(key, "10000"))
-    spark.conf.set(key, str(rows))
+def spark_setting(spark: SparkSession, key: str, value: str, default: str) -> Iterator[None]:
+    """The session's `key` set to `value` inside the block, then back to what it was
+    (`default` when unset)."""
+    previous = str(spark.conf.get(key, default))
+    spark.conf.set(key, value)
     try:
         yield
     finally:
         spark.conf.set(key, previous)
+
+
+def arrow_batch(spark: SparkSession, rows: int) -> AbstractContextManager[None]:
+    """At most `rows` rows per Arrow batch of the pandas UDFs run inside the block (a row of
+    grouped documents can hold 100 documents: small batches keep the workers' memory flat)."""
+    return spark_setting(spark, "spark.sql.execution.arrow.maxRecordsPerBatch", str(rows), "10000")
+
+
+def arrow_to_pandas(frame: DataFrame) -> pd.DataFrame:
+    """`frame` collected to the driver through Arrow: the demo's 30,000 job texts (arrays of
+    tokens) in 3.4 s against 7.5 s row by row. Array cells arrive as numpy arrays, as in
+    `mapInPandas`."""
+    enabled = "spark.sql.execution.arrow.pyspark.enabled"
+    with spark_setting(frame.sparkSession, enabled, "true", "false"):
+        return pd.DataFrame(frame.toPandas())
 
 
 _GROUP_ROWS = "_group_rows"

@@ -15,6 +15,7 @@ by the same pipeline.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Protocol
 
@@ -32,6 +33,7 @@ from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.features.queries import candidate_queries
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
+from jobrec_core.platform.spark import arrow_to_pandas
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
@@ -45,8 +47,10 @@ from jobrec_core.ranking.pipeline import (
     Reranker,
     RetrievalSink,
     Step,
+    WorkerTable,
     by_job_id,
     keep_in_memory,
+    spark_table,
 )
 from jobrec_core.ranking.scorers import UNTRAINED, Scorer
 from jobrec_core.search.bm25 import serving_index
@@ -64,8 +68,10 @@ class RankingInputs:
     vectors_file: str
     words_and_idf: Broadcast
     jobs: DataFrame  # the embeddings' tokenized jobs
-    tokens: DataFrame  # job_id, doc_tokens
-    graph: DataFrame  # the interest graph (`features.profile.co_interest_table`)
+    # job_id, doc_tokens; then the interest graph (`features.profile.co_interest_table`):
+    # shipped to the workers too where the index is small (`histograms.worker_tables_max_jobs`)
+    tokens: DataFrame | WorkerTable
+    graph: DataFrame | WorkerTable
     connection: EsConnection
     index: str
     partitions: int
@@ -114,14 +120,14 @@ def in_memory(inputs: RankingInputs) -> InMemoryInputs:
     30,000 jobs; `jobrec serve` on the demo holds 1.5 GB in all, torch and the word vectors
     included)."""
     words_and_idf = inputs.words_and_idf.value
-    tokens = pd.DataFrame(inputs.tokens.toPandas())
+    tokens = pd.DataFrame(spark_table(inputs.tokens).toPandas())
     vocabulary = idf_vocabulary(inputs.vectors_file, words_and_idf)
     return InMemoryInputs(
         embeddings_version=inputs.embeddings_version,
         vectors_file=inputs.vectors_file,
         words_and_idf=words_and_idf,
         tokens=by_job_id(with_word_ids(tokens, vocabulary)),
-        graph=by_job_id(pd.DataFrame(inputs.graph.toPandas())),
+        graph=by_job_id(pd.DataFrame(spark_table(inputs.graph).toPandas())),
         connection=inputs.connection,
         index=inputs.index,
     )
@@ -136,24 +142,58 @@ def with_word_ids(tokens: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
     return tokens.assign(**{DOC_IDS: np.split(ids, ends[:-1]) if texts else []})
 
 
-def ranking_inputs(spark: SparkSession, config: JobrecConfig) -> RankingInputs:
+def ranking_inputs(
+    spark: SparkSession, config: JobrecConfig, ship_tables: bool = True
+) -> RankingInputs:
+    """What the steps read, for this run. With `ship_tables`, where the index has at most
+    `histograms.worker_tables_max_jobs` jobs, the jobs' text and the interest graph are also
+    shipped to the workers (`shipped`): about 15 s once on the demo, which a batch repays
+    after one or two thousand candidates; a run for a handful of candidates, or one that
+    collects the tables itself (`in_memory`), passes False and joins."""
     embeddings = manifest.current(config, "embeddings")
     jobs = read_delta(spark, embeddings["jobs"])
     graph = manifest.read_manifest(config).get("co_interest")
     if graph is None:
         raise RuntimeError("no interest graph yet (features.profile): run jobs/build_pairs.py")
     connection = resolve_connection(config)
+    vectors_file = local_path(embeddings["vectors"])
+    words_and_idf = broadcast_idf(spark, embeddings)
+    text = document_tokens(jobs, config.histograms)
+    graph_table = read_delta(spark, str(graph["table"]))
+    tokens: DataFrame | WorkerTable = text
+    links: DataFrame | WorkerTable = graph_table
+    client = make_client(connection)
+    try:
+        index = serving_index(client, config.elasticsearch.index_alias)
+        indexed_jobs = int(client.count(index=index)["count"])
+    finally:
+        client.close()
+    if ship_tables and indexed_jobs <= config.histograms.worker_tables_max_jobs:
+        vocabulary = idf_vocabulary(vectors_file, words_and_idf.value)
+        tokens = shipped(spark, text, lambda rows: with_word_ids(rows, vocabulary))
+        links = shipped(spark, graph_table)
     return RankingInputs(
         embeddings_version=str(embeddings["version"]),
-        vectors_file=local_path(embeddings["vectors"]),
-        words_and_idf=broadcast_idf(spark, embeddings),
+        vectors_file=vectors_file,
+        words_and_idf=words_and_idf,
         jobs=jobs,
-        tokens=document_tokens(jobs, config.histograms),
-        graph=read_delta(spark, str(graph["table"])),
+        tokens=tokens,
+        graph=links,
         connection=connection,
-        index=serving_index(make_client(connection), config.elasticsearch.index_alias),
+        index=index,
         partitions=spark.sparkContext.defaultParallelism,
     )
+
+
+def shipped(
+    spark: SparkSession,
+    table: DataFrame,
+    prepare: Callable[[pd.DataFrame], pd.DataFrame] = lambda rows: rows,
+) -> WorkerTable:
+    """`table` collected, `prepare`d, indexed by job id and broadcast to the workers, which
+    then look the features' rows up in memory (`ranking.pipeline.WorkerTable`)."""
+    rows = by_job_id(prepare(arrow_to_pandas(table)))
+    return WorkerTable(table, spark.sparkContext.broadcast(rows))
 
 
 def queries_of(
@@ -183,7 +223,9 @@ def interest_memory(
         F.xxhash64(F.lit(config.run.seed), F.lit("knn memory"), "candidate_id"), "candidate_id"
     ).limit(config.knn.memory_candidates)
     rows = sample.select("candidate_id", F.array_distinct("sequence.job_id").alias("own_job_ids"))
-    vectors = with_query_vectors(rows, inputs.tokens, inputs.vectors_file, inputs.words_and_idf)
+    vectors = with_query_vectors(
+        rows, spark_table(inputs.tokens), inputs.vectors_file, inputs.words_and_idf
+    )
     frame = vectors.select(
         "candidate_id", QUERY_VECTOR, F.col("own_job_ids").alias("job_ids")
     ).toPandas()

@@ -18,8 +18,9 @@ features: one matrix product per query) is a :class:`QueryStep`, and gets them t
 `platform.spark.map_groups_in_pandas`. Consecutive query steps (features, scores, cut-off)
 run in one such pass (:class:`PerQuery`), so the matching histograms never leave Python.
 The tables of jobs the steps look rows up in (texts, the interest graph) are a :data:`JobTable`:
-Spark DataFrames for a batch, or pandas frames held in memory by the online endpoint
-(`serving.online`), whose requests then never start a Spark job.
+Spark DataFrames for a batch, joined in Spark; the same tables also shipped to every worker
+(:class:`WorkerTable`), looked up there inside the query steps' pass; or pandas frames held in
+memory by the online endpoint (`serving.online`), whose requests then never start a Spark job.
 
 Evaluation and serving build their pipelines in `ranking.factory`, from the configuration;
 a new re-ranker is one :class:`ranking.scorers.Scorer` class registered there.
@@ -34,6 +35,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import pandas as pd
 from elasticsearch import Elasticsearch
+from pyspark import Broadcast
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -77,15 +79,39 @@ RANKED_SCHEMA = (
 )
 
 
-JobTable: TypeAlias = DataFrame | pd.DataFrame
-"""A table of jobs a step reads (`job_id` and columns): a Spark DataFrame, or the same rows
-collected once into a pandas frame, for a process that answers requests without Spark."""
+@dataclass(frozen=True, eq=False)
+class WorkerTable:
+    """A Spark table of jobs that is also shipped to every worker, once, as a pandas frame
+    indexed by job id (a broadcast of :func:`by_job_id`'s frame). A step that reads it looks
+    each query's rows up in the worker's memory, inside the query steps' grouped pass
+    (:class:`PerQuery`), instead of joining in Spark: a join shuffles every pool row and
+    carries each job's text through the shuffle and Arrow, and costs more than the features
+    it feeds (docs/BENCHMARKS.md). Only for tables a worker can hold
+    (`histograms.worker_tables_max_jobs`). Pickled into a task, only the broadcast travels."""
+
+    frame: DataFrame | None  # None in a worker
+    shipped: Broadcast
+
+    @property
+    def rows(self) -> pd.DataFrame:
+        return self.shipped.value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (WorkerTable, (None, self.shipped))
+
+
+JobTable: TypeAlias = DataFrame | pd.DataFrame | WorkerTable
+"""A table of jobs a step reads (`job_id` and columns): a Spark DataFrame, the same table also
+shipped to the workers (:class:`WorkerTable`), or the rows collected once into a pandas frame,
+for a process that answers requests without Spark."""
 
 
 def job_rows(table: JobTable, job_ids: Iterable[int]) -> pd.DataFrame:
     """The rows of `table` for `job_ids`, as pandas: one request's lookup, in memory when the
     table is, else one small Spark query."""
     wanted = sorted({int(j) for j in job_ids})
+    if isinstance(table, WorkerTable):
+        table = table.rows
     if isinstance(table, pd.DataFrame):
         if table.index.name == _BY_JOB_ID:  # `by_job_id`: a hash lookup per wanted job
             positions = table.index.get_indexer(np.asarray(wanted, dtype=np.int64))
@@ -115,9 +141,17 @@ _BY_JOB_ID = "_job_id_index"
 
 def spark_table(table: JobTable) -> DataFrame:
     """`table` for a Spark step; a pandas table serves requests only."""
+    if isinstance(table, WorkerTable):
+        if table.frame is None:
+            raise TypeError("a worker's copy of a table has no Spark form")
+        return table.frame
     if isinstance(table, pd.DataFrame):
         raise TypeError("a step built on in-memory tables has no Spark form (transform only)")
     return table
+
+
+def _shipped(*tables: JobTable) -> bool:
+    return all(isinstance(t, WorkerTable) for t in tables)
 
 
 class Step:
@@ -162,10 +196,16 @@ class Pipeline(Step):
 
 class QueryStep(Step):
     """A step whose pandas form needs all the rows of each query it is given, and nothing
-    else: no table to look up, no search. In Spark, consecutive query steps run as one
-    grouped pass (:class:`PerQuery`), so that what one adds and a later one reads (the
-    matching histograms, about 100 jobs x query terms x bins a query) stays in the Python
-    worker instead of crossing to the JVM and back between steps."""
+    else: no search, and no table but one shipped to the workers. In Spark, consecutive query
+    steps run as one grouped pass (:class:`PerQuery`), so that what one adds and a later one
+    reads (the matching histograms, about 100 jobs x query terms x bins a query) stays in the
+    Python worker instead of crossing to the JVM and back between steps."""
+
+    @property
+    def fusable(self) -> bool:
+        """Whether the step can run in the grouped pass (a step that looks rows up: only
+        when its tables are shipped to the workers)."""
+        return True
 
     def spark_fields(self, fields: list[str]) -> list[str]:
         """The output's DDL fields (`` `name` type``) given the input's, in order."""
@@ -208,7 +248,7 @@ def _fused(steps: Sequence[Step]) -> list[Step]:
     out: list[Step] = []
     run: list[QueryStep] = []
     for step in [*steps, None]:
-        if isinstance(step, QueryStep):
+        if isinstance(step, QueryStep) and step.fusable:
             run.append(step)
             continue
         out += [PerQuery(tuple(run))] if len(run) > 1 else run
@@ -324,10 +364,22 @@ class PoolRetriever(Step):
             self.retriever,
         )
 
+        vectors_file, words_and_idf, partitions = (
+            self.vectors_file,
+            self.words_and_idf,
+            self.partitions,
+        )
+        # Shipped to the workers, the jobs' text gives each batch its profile vectors where it
+        # is searched; else a Spark job computes them first (joins and a grouped pass).
+        in_worker = self.tokens if isinstance(self.tokens, WorkerTable) else None
+
         def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
             client = make_client(connection)
             try:
                 for batch in frames:
+                    if in_worker is not None:
+                        vectors = _query_vectors(batch, in_worker, vectors_file, words_and_idf)
+                        batch = batch.merge(vectors, on="candidate_id", how="left")
                     results = _search_pools(client, index, settings, retriever, batch)
                     yield pd.DataFrame(
                         {
@@ -342,20 +394,14 @@ class PoolRetriever(Step):
             finally:
                 client.close()
 
-        tokens, vectors_file, words_and_idf, partitions = (
-            spark_table(self.tokens),
-            self.vectors_file,
-            self.words_and_idf,
-            self.partitions,
-        )
+        tokens = spark_table(self.tokens)
 
         def search(rows: DataFrame) -> DataFrame:
-            searchable = with_query_vectors(rows, tokens, vectors_file, words_and_idf)
-            return (
-                searchable.select("candidate_id", "query_terms", "own_job_ids", QUERY_VECTOR)
-                .repartition(partitions)
-                .mapInPandas(run, schema)
-            )
+            searched = ["candidate_id", "query_terms", "own_job_ids"]
+            if in_worker is None:
+                rows = with_query_vectors(rows, tokens, vectors_file, words_and_idf)
+                searched.append(QUERY_VECTOR)
+            return rows.select(*searched).repartition(partitions).mapInPandas(run, schema)
 
         retrieved = self.sink(
             search,
@@ -523,38 +569,70 @@ def _ranks(frame: pd.DataFrame) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class DocumentText(Step):
-    """Adds `doc_tokens`, the job's tokens the features and the WMD scorer read: a join with
-    `tokens` (`job_id, doc_tokens`, `features.matching.document_tokens`)."""
+class DocumentText(QueryStep):
+    """Adds `doc_tokens`, the job's tokens the features and the WMD scorer read, from
+    `tokens` (`job_id, doc_tokens`, `features.matching.document_tokens`): in Spark a join, or
+    a lookup in the features' pass when the table is shipped to the workers."""
 
     tokens: JobTable
+
+    @property
+    def fusable(self) -> bool:
+        return _shipped(self.tokens)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         return frame.merge(job_rows(self.tokens, frame["job_id"]), on="job_id", how="inner")
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
+        if self.fusable:
+            return PerQuery((self,)).transform_spark(frame)
         return frame.join(spark_table(self.tokens), "job_id")
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        return [*fields, *_fields(spark_table(self.tokens).drop("job_id"))]
 
 
 @dataclass(frozen=True)
-class ProfileRows(Step):
+class ProfileRows(QueryStep):
     """Adds what :class:`ProfileFeatures` reads (`features.profile.profile_rows`): each pool
     row's graph row from `graph` (`features.profile.co_interest_table`), and a row per own job
-    of the candidate, with its text from `tokens` and the candidate's query."""
+    of the candidate, with its text from `tokens` and the candidate's query. In Spark joins,
+    or lookups in the features' pass when both tables are shipped to the workers."""
 
     tokens: JobTable
     graph: JobTable
+
+    @property
+    def fusable(self) -> bool:
+        return _shipped(self.tokens, self.graph)
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         own = own_jobs_of(frame, QUERY_KEYS[1:])
         wanted = [*own["job_id"].tolist(), *frame["job_id"].astype(int).tolist()]
         tokens, graph = job_rows(self.tokens, wanted), job_rows(self.graph, wanted)
-        return profile_rows_of(frame, tokens, graph, own=own)
+        return _in_profile_order(profile_rows_of(frame, tokens, graph, own=own))
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
+        if self.fusable:
+            return PerQuery((self,)).transform_spark(frame)
         return profile_rows(
             frame, spark_table(self.tokens), spark_table(self.graph), QUERY_KEYS[1:]
         )
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        graph = _fields(spark_table(self.graph).drop("job_id"))
+        return [*fields, *graph, f"`{PROFILE_ROLE}` string"]
+
+
+def _in_profile_order(rows: pd.DataFrame) -> pd.DataFrame:
+    """Each candidate's rows in `PROFILE_ROW_ORDER` (own jobs first, then by job id), the
+    candidates where they were: the order the Spark form's grouped pass sorts them into, so
+    that the profile features' sums add up in the same order, and to the same bits, either
+    way."""
+    candidates = pd.factorize(rows["candidate_id"])[0]
+    pool = (rows[PROFILE_ROLE] != "own").to_numpy()  # "own" sorts before "pool"
+    order = np.lexsort((rows["job_id"].to_numpy(np.int64), pool, candidates))
+    return rows.take(order).reset_index(drop=True)
 
 
 @dataclass(frozen=True)

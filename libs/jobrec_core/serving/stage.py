@@ -51,6 +51,9 @@ from jobrec_core.text.tokens import tokens_column
 log = logging.getLogger(__name__)
 
 QUARANTINE_SOURCE = "recommend"
+# Candidates from which a run ships the job tables to the workers (`ranking_inputs`): on the
+# demo shipping costs about 15 s once and saves about 10 ms a candidate (docs/BENCHMARKS.md).
+SHIPPED_TABLES_FROM = 1000
 
 
 @dataclass(frozen=True)
@@ -95,7 +98,8 @@ def run_recommend(
         candidates = candidates.where(F.col("candidate_id").isin(wanted))
         found = {r["candidate_id"] for r in candidates.select("candidate_id").collect()}
         unknown = [i for i in wanted if i not in found]
-    inputs = ranking_inputs(spark, config)
+    many = candidate_ids is None or len(set(candidate_ids)) >= SHIPPED_TABLES_FROM
+    inputs = ranking_inputs(spark, config, ship_tables=many)
     queries = queries_of(config, inputs, candidates).cache()
     checkpoint = RetrievalCheckpoint(
         config, table_path(config, "silver", "recommendation_retrieval"), QUARANTINE_SOURCE
@@ -153,7 +157,7 @@ def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecom
     vectors, the IDF vocabulary and the network (seconds) falls on start-up, not on the first
     client."""
     champion = load_champion(config)
-    inputs = ranking_inputs(spark, config)
+    inputs = ranking_inputs(spark, config, ship_tables=False)
     local = in_memory(inputs)
     scorer = drmm_scorer(None, f"DRMM {champion.version}", champion.model)
     fields = list(config.queries.fields)

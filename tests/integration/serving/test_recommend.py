@@ -12,6 +12,7 @@ from functools import partial
 import pandas as pd
 import pytest
 from mlflow.tracking import MlflowClient
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.evaluation.protocols import BM25, WMD
@@ -20,6 +21,7 @@ from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.pipeline import WorkerTable
 from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.results import publish
 from jobrec_core.serving.stage import run_recommend, show_candidate
@@ -98,6 +100,34 @@ def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion, r
     pd.testing.assert_frame_equal(comparable(batch), comparable(one_by_one), rtol=1e-6)
     assert 0 < batch.groupby("candidate_id").size().max() <= config.evaluation.k
     assert (batch["bm25"] >= 0).all()  # every pool job has its BM25 for the same query
+
+
+def test_job_tables_shipped_to_the_workers_rank_to_the_bit_as_the_joins_do(spark, champion):
+    """The tiny index is under `histograms.worker_tables_max_jobs`: the jobs' text and graph
+    are shipped to the workers and looked up in the features' pass, not joined in Spark. The
+    same rows come out, with the same scores to the last bit."""
+    config, _ = champion
+    shipped = ranking_inputs(spark, config)
+    assert isinstance(shipped.tokens, WorkerTable) and isinstance(shipped.graph, WorkerTable)
+    histograms = config.histograms.model_copy(update={"worker_tables_max_jobs": 0})
+    joined = ranking_inputs(spark, config.model_copy(update={"histograms": histograms}))
+    assert isinstance(joined.tokens, DataFrame) and isinstance(joined.graph, DataFrame)
+    queries = queries_of(config, shipped, held_out_candidates(spark, config, 20)).cache()
+    scorer = drmm_scorer(spark, "champion", load_champion(config).model)
+    results = []
+    for inputs, plan in [
+        (shipped, ["PoolRetriever", "PerQuery"]),
+        (joined, ["PoolRetriever", "DocumentText", "ProfileRows", "PerQuery"]),
+    ]:
+        pipeline = rerank_pipeline(config, inputs, scorer)
+        assert [type(step).__name__ for step in pipeline.spark_steps] == plan
+        ranked = pipeline.transform_spark(queries).select("candidate_id", "rank", "job_id", "score")
+        results.append(pd.DataFrame(ranked.toPandas()).sort_values(["candidate_id", "rank"]))
+    assert len(results[0]) > 0
+    pd.testing.assert_frame_equal(
+        results[0].reset_index(drop=True), results[1].reset_index(drop=True), check_exact=True
+    )
+    queries.unpersist()
 
 
 @pytest.fixture(scope="module")
