@@ -6,11 +6,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jobrec_core.features.profile import PROFILE_ROLE
 from jobrec_core.ranking.pipeline import (
     Cutoff,
     DocumentText,
     PerQuery,
     Pipeline,
+    ProfileRows,
     Reranker,
     ScoreColumns,
     _ranked_hits,
@@ -176,3 +178,30 @@ def test_query_steps_say_which_columns_leave_them():
     # and the pandas form gives those columns, in that order
     scored = kept.transform(retrieved())
     assert list(scored.columns) == [field_name(f) for f in kept.spark_fields(fields)]
+
+
+def test_profile_rows_come_in_the_order_the_grouped_pass_sorts_them_into():
+    """Each candidate's own jobs first, then its pool, each by job id, the candidates where
+    they were: the order Spark's grouped pass gives the same rows, so that the profile
+    features add up to the same bits on either plan."""
+    pool = pd.DataFrame(
+        {
+            "candidate_id": [2, 2, 1, 1],
+            "query_terms": [["b"], ["b"], ["a"], ["a"]],
+            "query_job_share": [[1.0], [1.0], [1.0], [1.0]],
+            "job_id": [40, 12, 30, 11],
+            "own_job_ids": [[7, 5], [7, 5], [9], [9]],
+        }
+    )
+    tokens = pd.DataFrame({"job_id": [5, 7, 9, 11, 12, 30, 40], "doc_tokens": [["w"]] * 7})
+    graph = pd.DataFrame({"job_id": [5], "neighbours": [[7]], "counts": [[1]], "interested": [1]})
+    rows = ProfileRows(by_job_id(tokens), by_job_id(graph)).transform(pool)
+    assert rows[["candidate_id", PROFILE_ROLE, "job_id"]].values.tolist() == [
+        [2, "own", 5],
+        [2, "own", 7],
+        [2, "pool", 12],
+        [2, "pool", 40],
+        [1, "own", 9],
+        [1, "pool", 11],
+        [1, "pool", 30],
+    ]
