@@ -130,6 +130,7 @@ RUNTIME_SETTINGS = (
     "retrieval.bound_window",
     "retrieval.screen",  # build_pairs' screen: the same candidates kept (search.bounded)
     "retrieval.screen_budget",
+    "histograms.worker_tables_max_jobs",  # tables joined or shipped: the same rows, to the bit
     "evaluation.report_appendices",  # what the report appends, not what it computes
     "training.launcher",
     "training.prefetch_batches",

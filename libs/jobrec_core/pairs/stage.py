@@ -100,7 +100,8 @@ def config_hash(config: JobrecConfig) -> str:
         "seed": config.run.seed,
         "queries": config.queries.model_dump(),
         "retrieval": config.retrieval.model_dump(),
-        "histograms": config.histograms.model_dump(),
+        # how a batch looks the job tables up, not what it computes (and not read here)
+        "histograms": config.histograms.model_dump(exclude={"worker_tables_max_jobs"}),
         "pairs": config.pairs.model_dump(),
     }
     return hashlib.sha256(json.dumps(relevant, sort_keys=True).encode()).hexdigest()[:12]
