@@ -15,7 +15,6 @@ by the same pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Protocol
 
@@ -120,14 +119,13 @@ def in_memory(inputs: RankingInputs) -> InMemoryInputs:
     30,000 jobs; `jobrec serve` on the demo holds 1.5 GB in all, torch and the word vectors
     included)."""
     words_and_idf = inputs.words_and_idf.value
-    tokens = pd.DataFrame(spark_table(inputs.tokens).toPandas())
     vocabulary = idf_vocabulary(inputs.vectors_file, words_and_idf)
     return InMemoryInputs(
         embeddings_version=inputs.embeddings_version,
         vectors_file=inputs.vectors_file,
         words_and_idf=words_and_idf,
-        tokens=by_job_id(with_word_ids(tokens, vocabulary)),
-        graph=by_job_id(pd.DataFrame(spark_table(inputs.graph).toPandas())),
+        tokens=text_rows(spark_table(inputs.tokens), vocabulary),
+        graph=job_table_rows(spark_table(inputs.graph)),
         connection=inputs.connection,
         index=inputs.index,
     )
@@ -170,8 +168,8 @@ def ranking_inputs(
         client.close()
     if ship_tables and indexed_jobs <= config.histograms.worker_tables_max_jobs:
         vocabulary = idf_vocabulary(vectors_file, words_and_idf.value)
-        tokens = shipped(spark, text, lambda rows: with_word_ids(rows, vocabulary))
-        links = shipped(spark, graph_table)
+        tokens = shipped(spark, text, text_rows(text, vocabulary))
+        links = shipped(spark, graph_table, job_table_rows(graph_table))
     return RankingInputs(
         embeddings_version=str(embeddings["version"]),
         vectors_file=vectors_file,
@@ -185,14 +183,19 @@ def ranking_inputs(
     )
 
 
-def shipped(
-    spark: SparkSession,
-    table: DataFrame,
-    prepare: Callable[[pd.DataFrame], pd.DataFrame] = lambda rows: rows,
-) -> WorkerTable:
-    """`table` collected, `prepare`d, indexed by job id and broadcast to the workers, which
-    then look the features' rows up in memory (`ranking.pipeline.WorkerTable`)."""
-    rows = by_job_id(prepare(arrow_to_pandas(table)))
+def job_table_rows(table: DataFrame) -> pd.DataFrame:
+    """A job table collected to the driver (through Arrow) and indexed by job id."""
+    return by_job_id(arrow_to_pandas(table))
+
+
+def text_rows(tokens: DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
+    """The jobs' text collected, with each job's word ids looked up once (`with_word_ids`)."""
+    return by_job_id(with_word_ids(arrow_to_pandas(tokens), vocabulary))
+
+
+def shipped(spark: SparkSession, table: DataFrame, rows: pd.DataFrame) -> WorkerTable:
+    """`table` with its collected `rows` broadcast to the workers, which then look the
+    features' rows up in memory (`ranking.pipeline.WorkerTable`)."""
     return WorkerTable(table, spark.sparkContext.broadcast(rows))
 
 
