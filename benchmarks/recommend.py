@@ -19,16 +19,20 @@ cleaned candidates by id.
 - baseline: the job tables joined in Spark, the pipeline's plan before the tables were
   shipped to the workers: the pool rows joined with the jobs' text and the interest graph,
   then the features, the scores and the cut-off in one grouped pass;
+- baseline: the pool rows grouped in Spark, the plan before the pools went to the pass as
+  searched: the tables shipped, the pools exploded into one row per job in Spark, then
+  shuffled and collected back by query for the grouped pass;
 - subject: the champion's whole pipeline in one Spark plan (`Pipeline.spark_steps`: with the
-  job tables shipped to the workers, `histograms.worker_tables_max_jobs`, the text and graph
-  lookups, the features, the scores and the cut-off in one grouped pass per batch of
-  queries), then the write of the top k to a Delta table, as `serving.stage.run_recommend`
-  runs it (the retrieval's results kept in memory instead of the stage's resumable Delta
-  table);
-- parts: the subject's steps one at a time, each step's output persisted on disk and counted
-  before the next starts (the previous one then dropped), so that each figure is that
-  step's own; their sum is above the subject's wall time, since each output is written and
-  scanned again;
+  job tables shipped to the workers, `histograms.worker_tables_max_jobs`, the pools as
+  searched handed to one pass per batch of queries, `ranking.pipeline.PoolsPerQuery`, which
+  makes their rows, looks up the text and the graph, computes the features, the scores and
+  the cut-off), then the write of the top k to a Delta table, as
+  `serving.stage.run_recommend` runs it (the retrieval's results kept in memory instead of
+  the stage's resumable Delta table);
+- parts: the subject's steps one at a time (the retriever's pools, then the pass), each
+  step's output persisted on disk and counted before the next starts (the previous one then
+  dropped), so that each figure is that step's own; their sum is above the subject's wall
+  time, since each output is written and scanned again;
 - inside the fused pass: its steps' pandas forms one after the other on the driver, one
   thread, on the first `--inside` candidates' rows as the pass receives them (features and
   scores, which Spark runs together, apart).
@@ -68,7 +72,15 @@ from jobrec_core.ranking.factory import (
     rerank_pipeline,
     retriever_step,
 )
-from jobrec_core.ranking.pipeline import PerQuery, Reranker, Step, spark_table
+from jobrec_core.ranking.pipeline import (
+    PerQuery,
+    Pipeline,
+    PoolsPerQuery,
+    Reranker,
+    Step,
+    _pool_rows,
+    spark_table,
+)
 from jobrec_core.ranking.scorers import Bm25Scorer, drmm_scorer
 from jobrec_core.search.local_node import LocalElasticsearch
 
@@ -138,16 +150,25 @@ def main() -> int:
             frame = step.transform_spark(frame)
         step_by_step = timed_write(frame, "steps")
         joined_whole = timed_write(joined.transform_spark(queries), "joined")
+        grouped = Pipeline(tuple(step for s in pipeline.spark_steps for step in grouped_plan(s)))
+        grouped_whole = timed_write(grouped.transform_spark(queries), "grouped")
         whole = timed_write(pipeline.transform_spark(queries), "whole")
 
         parts: list[tuple[str, float]] = []
         frame = queries
         for step in pipeline.spark_steps:
-            if isinstance(step, PerQuery):
+            if isinstance(step, PoolsPerQuery):  # the pools, then the pass on them
+                frame, seconds = materialised(step.retriever.pools_spark(frame))
+                parts.append((f"{part_name(step.retriever)} (pools)", seconds))
+                step = step.per_query
                 first = queries.select("candidate_id").orderBy("candidate_id").limit(args.inside)
-                sample, fused = pd.DataFrame(frame.join(first, "candidate_id").toPandas()), step
+                sampled = _pool_rows(frame).join(first, "candidate_id")
+                sample, fused = pd.DataFrame(sampled.toPandas()), step
+                output = step.transform_pools_spark(frame)
+            else:
+                output = step.transform_spark(frame)
             previous = frame
-            frame, seconds = materialised(step.transform_spark(frame))
+            frame, seconds = materialised(output)
             parts.append((part_name(step), seconds))
             if previous is not queries:
                 previous.unpersist()
@@ -160,7 +181,11 @@ def main() -> int:
         parts_differing = subject.exceptAll(read_delta(spark, str(Path(folder) / "parts"))).count()
         compared = {
             label: differences(subject, read_delta(spark, str(Path(folder) / name)), top)
-            for name, label in (("steps", "step by step"), ("joined", "the joined tables"))
+            for name, label in (
+                ("steps", "step by step"),
+                ("joined", "the joined tables"),
+                ("grouped", "the grouped pool rows"),
+            )
         }
     width = 60
     print(f"  {'part':<{width}}{'seconds':>10}{'candidates/s':>16}")
@@ -171,6 +196,7 @@ def main() -> int:
         ("baseline: BM25 alone, top k", baseline),
         ("baseline: step by step", step_by_step),
         ("baseline: the job tables joined in Spark", joined_whole),
+        ("baseline: the pool rows grouped in Spark", grouped_whole),
         ("subject: whole, as the job runs it", whole),
     ]:
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
@@ -185,7 +211,8 @@ def main() -> int:
     recorded = count / whole / RECORDED_BASELINE
     print(
         f"  subject {step_by_step / whole:.2f}x step by step, {joined_whole / whole:.2f}x the "
-        f"joined tables, {recorded:.1f}x issue 21's recorded {RECORDED_BASELINE:.0f} "
+        f"joined tables, {grouped_whole / whole:.2f}x the grouped pool rows, "
+        f"{recorded:.1f}x issue 21's recorded {RECORDED_BASELINE:.0f} "
         f"candidates/s (earlier commit); {rows:,} rows; parts "
         f"{'equal' if parts_differing == 0 else 'DIFFERENT'}"
     )
@@ -208,6 +235,11 @@ def differences(subject: DataFrame, other: DataFrame, top: list[str]) -> tuple[i
         .collect()[0][0]
     )
     return differing, float(largest)
+
+
+def grouped_plan(step: Step) -> list[Step]:
+    """`step` as the plan before `PoolsPerQuery`: the retriever's rows, then the grouped pass."""
+    return [step.retriever, step.per_query] if isinstance(step, PoolsPerQuery) else [step]
 
 
 def part_name(step: Step) -> str:

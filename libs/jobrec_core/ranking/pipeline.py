@@ -59,7 +59,7 @@ from jobrec_core.features.profile import (
     query_vector_frame,
     with_query_vectors,
 )
-from jobrec_core.platform.spark import map_groups_in_pandas
+from jobrec_core.platform.spark import map_groups_in_pandas, rows_in_order, schema_columns
 from jobrec_core.ranking.scorers import Bm25Mix, Scorer, score_column
 from jobrec_core.search.bm25 import FULL_QUERY, Search, retrieval_fingerprint, retrieve, search_all
 from jobrec_core.search.connection import EsConnection, make_client
@@ -224,10 +224,39 @@ class PerQuery(Step):
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         fields = _fields(frame)
+        order = _row_order(frame.columns)
+        run = self._run(fields)
+        return map_groups_in_pandas(
+            frame, list(QUERY_KEYS), run, ", ".join(self._fields_after(fields)), order
+        )
+
+    def transform_pools_spark(self, pools: DataFrame) -> DataFrame:
+        """The same pass on a retriever's pools as they come, one row per query
+        (:meth:`RetrieverStep.pools_spark`): each batch's pools become their rows in the
+        worker (:func:`pool_rows_of`), in the order the grouped pass sorts them into. No
+        shuffle and no regrouping of the pool rows: a query's rows are in one Arrow row
+        already."""
+        fields = _fields(_pool_rows(pools))
+        order = _row_order(field_name(f) for f in fields)
+        run = self._run(fields)
+
+        def each(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            for batch in batches:
+                rows, counts = pool_rows_of(batch)
+                if len(rows):  # a batch of empty pools has nothing to rank
+                    yield run(rows_in_order(rows, counts, order))
+
+        return pools.mapInPandas(each, ", ".join(self._fields_after(fields)))
+
+    def _fields_after(self, fields: list[str]) -> list[str]:
         for step in self.steps:
             fields = step.spark_fields(fields)
-        columns = [field_name(f) for f in fields]
+        return fields
 
+    def _run(self, fields: list[str]) -> Callable[[pd.DataFrame], pd.DataFrame]:
+        """What a worker runs on whole queries' rows (`fields`): the steps, then the output's
+        columns as Arrow takes them."""
+        columns = [field_name(f) for f in self._fields_after(fields)]
         arrays = [c for c in QUERY_KEYS[1:] if c in columns]
 
         def run(rows: pd.DataFrame) -> pd.DataFrame:
@@ -235,8 +264,33 @@ class PerQuery(Step):
             # Arrow takes the query's arrays back as lists.
             return done.assign(**{c: [list(t) for t in done[c]] for c in arrays})[columns]
 
-        order = [c for c in PROFILE_ROW_ORDER if c in frame.columns]  # own rows, if any
-        return map_groups_in_pandas(frame, list(QUERY_KEYS), run, ", ".join(fields), order)
+        return run
+
+
+def _row_order(columns: Iterable[str]) -> list[str]:
+    """The columns that tell a query's rows apart, which a pass sorts its rows by: the
+    candidate's own rows first, if any, then by job."""
+    present = set(columns)
+    return [c for c in PROFILE_ROW_ORDER if c in present]
+
+
+@dataclass(frozen=True)
+class PoolsPerQuery(Step):
+    """A retriever and the query steps right after it, in one Spark pass: the pools as
+    searched (one row per query) go straight to the steps' worker, which makes their rows
+    (:meth:`PerQuery.transform_pools_spark`). The plan of :class:`PerQuery` after the
+    retriever's ranked frame, without exploding every pool into rows in Spark, shuffling them
+    by query and collecting them back into one row per query. The same rows, in the same
+    order, to the bit."""
+
+    retriever: RetrieverStep
+    per_query: PerQuery
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return self.per_query.transform(self.retriever.transform(frame))
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        return self.per_query.transform_pools_spark(self.retriever.pools_spark(frame))
 
 
 QUERY_KEYS = ("candidate_id", "query_terms", "query_job_share")  # what a query's rows share
@@ -244,14 +298,18 @@ QUERY_KEYS = ("candidate_id", "query_terms", "query_job_share")  # what a query'
 
 def _fused(steps: Sequence[Step]) -> list[Step]:
     """`steps` with each run of two or more consecutive query steps made one :class:`PerQuery`
-    (a lone query step keeps its own Spark form, which may be cheaper than a grouping)."""
+    (a lone query step keeps its own Spark form, which may be cheaper than a grouping), and a
+    retriever with the pass right after it made one :class:`PoolsPerQuery`."""
     out: list[Step] = []
     run: list[QueryStep] = []
     for step in [*steps, None]:
         if isinstance(step, QueryStep) and step.fusable:
             run.append(step)
             continue
-        out += [PerQuery(tuple(run))] if len(run) > 1 else run
+        if len(run) > 1 and out and isinstance(out[-1], RetrieverStep):
+            out[-1] = PoolsPerQuery(out[-1], PerQuery(tuple(run)))
+        else:
+            out += [PerQuery(tuple(run))] if len(run) > 1 else run
         run = []
         if step is not None:
             out.append(step)
@@ -275,8 +333,20 @@ def keep_in_memory(
     return search(searchable).cache()
 
 
+class RetrieverStep(Step):
+    """A first step: queries -> the ranked frame of their pools. In Spark, the searches'
+    results as they are stored (one row per query) become the pools' rows at the end."""
+
+    def pools_spark(self, frame: DataFrame) -> DataFrame:
+        """The pools of `frame`'s queries, one row per query (:data:`POOLS_SCHEMA`)."""
+        raise NotImplementedError
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        return _pool_rows(self.pools_spark(frame))
+
+
 @dataclass(frozen=True)
-class Bm25Retriever(Step):
+class Bm25Retriever(RetrieverStep):
     """The paper's BM25 query against one version of the jobs index (`search.bm25`), top
     `settings.top_k`, minus the candidate's own jobs. `sink` receives the raw results
     (`candidate_id, full_hits, error`) and the queries, and returns the results to rank."""
@@ -301,7 +371,7 @@ class Bm25Retriever(Step):
         hits = [[{"job_id": j, "score": s} for j, s in r.hits or []] for r in results]
         return _ranked_hits(frame.assign(full_hits=hits))
 
-    def transform_spark(self, frame: DataFrame) -> DataFrame:
+    def pools_spark(self, frame: DataFrame) -> DataFrame:
         queries = frame.select(*QUERY_COLUMNS)
         connection, index, settings, partitions = (
             self.connection,
@@ -317,11 +387,11 @@ class Bm25Retriever(Step):
         )
         # Hits come by score, then job id (`search.bm25.ranked_hits`): a kept hit's BM25 rank
         # is its position among all hits, own jobs included.
-        return _pool_rows(retrieved, queries, lambda hit, position: (hit["score"], position))
+        return _pools(retrieved, queries, lambda hit, position: (hit["score"], position))
 
 
 @dataclass(frozen=True)
-class PoolRetriever(Step):
+class PoolRetriever(RetrieverStep):
     """The dense or hybrid pool (`search.dense`): the kNN of the candidate's profile vector
     (`features.profile.profile_vector`, from their own jobs' text in `tokens`), alone or
     fused with BM25's list by reciprocal rank, at most `settings.top_k` jobs, the
@@ -353,7 +423,7 @@ class PoolRetriever(Step):
         hits = [[h.as_dict() for h in r.hits or []] for r in results]
         return _ranked_hits(searched.assign(full_hits=hits))
 
-    def transform_spark(self, frame: DataFrame) -> DataFrame:
+    def pools_spark(self, frame: DataFrame) -> DataFrame:
         queries = frame.select(*QUERY_COLUMNS)
         schema = f"candidate_id LONG, full_hits {HYBRID_HITS}, error STRING"
         # What the executors need, without `self` (its DataFrames live on the driver only).
@@ -409,9 +479,7 @@ class PoolRetriever(Step):
             queries,
             retrieval_fingerprint(index, settings, retriever, vectors_file),
         )
-        return _pool_rows(
-            retrieved, queries, lambda hit, _position: (hit["bm25"], hit["bm25_rank"])
-        )
+        return _pools(retrieved, queries, lambda hit, _position: (hit["bm25"], hit["bm25_rank"]))
 
 
 def _query_vectors(
@@ -449,41 +517,83 @@ def _vector(cell: Any) -> np.ndarray | None:
     return None if cell is None or not isinstance(cell, (list, np.ndarray)) else np.asarray(cell)
 
 
-def _pool_rows(
+# A pool's kept hits, in pool order: array columns `pool_<name>` of one row per query.
+POOL_HITS = {"job_id": "int", "score": "double", "bm25": "float", "bm25_rank": "int"}
+POOLS_SCHEMA = ", ".join(
+    [
+        "candidate_id LONG, query_terms ARRAY<STRING>, query_job_share ARRAY<FLOAT>",
+        "own_job_ids ARRAY<INT>, sequence_job_ids ARRAY<INT>",
+        *(f"pool_{name} ARRAY<{kind.upper()}>" for name, kind in POOL_HITS.items()),
+    ]
+)
+
+
+def _pools(
     retrieved: DataFrame, queries: DataFrame, bm25_of: Callable[[Column, Column], tuple]
 ) -> DataFrame:
-    """Stored search results (`candidate_id, full_hits, error`, hits in pool order) -> the
-    ranked frame: one row per hit that is not one of the candidate's own jobs, `rank` its
-    position among those kept; `bm25_of(hit, position)` gives its BM25 score and rank."""
-    hits = F.filter(
+    """Stored search results (`candidate_id, full_hits, error`, hits in pool order) -> one row
+    per query (:data:`POOLS_SCHEMA`): its hits that are not one of the candidate's own jobs,
+    as arrays; `bm25_of(hit, position)` gives a hit's BM25 score and rank."""
+    kept = F.filter(
         F.transform("full_hits", lambda h, i: F.struct(h.alias("h"), (i + 1).alias("position"))),
         lambda x: ~F.array_contains(F.col("own_job_ids"), x["h"]["job_id"]),
     )
-    bm25, bm25_rank = bm25_of(F.col("x.h"), F.col("x.position"))
+
+    def of_each(value: Callable[[Column], Column], name: str) -> Column:
+        return F.transform(kept, lambda x: value(x).cast(POOL_HITS[name])).alias(f"pool_{name}")
+
     return (
         retrieved.where(F.col("error").isNull())
         .join(queries, "candidate_id")
         .select(
-            "candidate_id",
-            "query_terms",
-            "query_job_share",
-            "own_job_ids",
-            "sequence_job_ids",
-            F.posexplode(hits).alias("kept", "x"),
-        )
-        .select(
-            "candidate_id",
-            "query_terms",
-            "query_job_share",
-            F.col("x.h.job_id").alias("job_id"),
-            F.col("x.h.score").cast("double").alias("score"),
-            (F.col("kept") + 1).cast("int").alias("rank"),
-            bm25.cast("float").alias("bm25"),
-            bm25_rank.cast("int").alias("bm25_rank"),
-            "own_job_ids",
-            "sequence_job_ids",
+            *QUERY_KEYS,
+            *_CARRIED,
+            of_each(lambda x: x["h"]["job_id"], "job_id"),
+            of_each(lambda x: x["h"]["score"], "score"),
+            of_each(lambda x: bm25_of(x["h"], x["position"])[0], "bm25"),
+            of_each(lambda x: bm25_of(x["h"], x["position"])[1], "bm25_rank"),
         )
     )
+
+
+def _pool_rows(pools: DataFrame) -> DataFrame:
+    """Pools (:data:`POOLS_SCHEMA`) -> the ranked frame: one row per kept hit, `rank` its
+    position among them. :func:`pool_rows_of` is the same in pandas."""
+    hits = F.arrays_zip(*(F.col(f"pool_{name}").alias(name) for name in POOL_HITS))
+    return pools.select(*QUERY_KEYS, *_CARRIED, F.posexplode(hits).alias("kept", "x")).select(
+        *QUERY_KEYS,
+        F.col("x.job_id").alias("job_id"),
+        F.col("x.score").alias("score"),
+        (F.col("kept") + 1).cast("int").alias("rank"),
+        F.col("x.bm25").alias("bm25"),
+        F.col("x.bm25_rank").alias("bm25_rank"),
+        *_CARRIED,
+    )
+
+
+def pool_rows_of(pools: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """:func:`_pool_rows` in a worker, on a batch of pools: (the rows, each query's row
+    count). The query's columns are repeated by reference; the hits' arrays are concatenated
+    once per column. The hits' columns are what pandas makes of Python numbers (int64, and
+    float64, NaN where a rank is missing): what the grouped pass reads from its rows."""
+    counts = pools["pool_job_id"].map(_length).to_numpy(dtype=np.int64)
+    rows: dict[str, Any] = {
+        key: np.repeat(pools[key].to_numpy(), counts) for key in (*QUERY_KEYS, *_CARRIED)
+    }
+    for name, kind in POOL_HITS.items():
+        cells = [c for c in pools[f"pool_{name}"] if _length(c)]
+        values = np.concatenate(cells) if cells else np.zeros(0)
+        if values.dtype.kind in "fO":  # a missing value: NaN (Arrow) or None
+            values = values.astype(np.float64)
+        whole = kind == "int" and not np.isnan(values.astype(np.float64)).any()
+        rows[name] = values.astype(np.int64 if whole else np.float64)
+    starts = np.repeat(np.cumsum(counts) - counts, counts)
+    rows["rank"] = np.arange(int(counts.sum()), dtype=np.int64) - starts + 1
+    return pd.DataFrame(rows)[schema_columns(RANKED_SCHEMA)], counts
+
+
+def _length(cell: Any) -> int:
+    return 0 if cell is None or not isinstance(cell, (list, np.ndarray)) else len(cell)
 
 
 _CARRIED = ("own_job_ids", "sequence_job_ids")  # from the query to every row of its pool
@@ -538,7 +648,7 @@ def _ranked_hits(frame: pd.DataFrame) -> pd.DataFrame:
     has_null = ranked["bm25_rank"].isna().any()
     ranked["bm25_rank"] = ranked["bm25_rank"].astype("Int32" if has_null else np.int64)
     ranked["rank"] = ranked.groupby("candidate_id", sort=False).cumcount().to_numpy() + 1
-    return ranked[[c.split(" ")[0] for c in RANKED_SCHEMA.split(", ")]]
+    return ranked[schema_columns(RANKED_SCHEMA)]
 
 
 def _ranks(frame: pd.DataFrame) -> np.ndarray:

@@ -21,7 +21,7 @@ from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
-from jobrec_core.ranking.pipeline import WorkerTable
+from jobrec_core.ranking.pipeline import Pipeline, PoolsPerQuery, WorkerTable
 from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.results import publish
 from jobrec_core.serving.stage import run_recommend, show_candidate
@@ -104,8 +104,9 @@ def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion, r
 
 def test_job_tables_shipped_to_the_workers_rank_to_the_bit_as_the_joins_do(spark, champion):
     """The tiny index is under `histograms.worker_tables_max_jobs`: the jobs' text and graph
-    are shipped to the workers and looked up in the features' pass, not joined in Spark. The
-    same rows come out, with the same scores to the last bit."""
+    are shipped to the workers and looked up in the features' pass, not joined in Spark, and
+    that pass takes the pools as searched (`PoolsPerQuery`), not their rows grouped again.
+    The same rows come out of all three plans, with the same scores to the last bit."""
     config, _ = champion
     shipped = ranking_inputs(spark, config)
     assert isinstance(shipped.tokens, WorkerTable) and isinstance(shipped.graph, WorkerTable)
@@ -114,19 +115,31 @@ def test_job_tables_shipped_to_the_workers_rank_to_the_bit_as_the_joins_do(spark
     assert isinstance(joined.tokens, DataFrame) and isinstance(joined.graph, DataFrame)
     queries = queries_of(config, shipped, held_out_candidates(spark, config, 20)).cache()
     scorer = drmm_scorer(spark, "champion", load_champion(config).model)
+    pooled = rerank_pipeline(config, shipped, scorer).spark_steps
+    assert [type(step).__name__ for step in pooled] == ["PoolsPerQuery"]
+    assert isinstance(pooled[0], PoolsPerQuery)
+    grouped = [pooled[0].retriever, pooled[0].per_query]  # the pool rows grouped in Spark
+    plans = [
+        pooled,
+        grouped,
+        rerank_pipeline(config, joined, scorer).spark_steps,
+    ]
+    assert [type(step).__name__ for step in plans[2]] == [
+        "PoolRetriever",
+        "DocumentText",
+        "ProfileRows",
+        "PerQuery",
+    ]
     results = []
-    for inputs, plan in [
-        (shipped, ["PoolRetriever", "PerQuery"]),
-        (joined, ["PoolRetriever", "DocumentText", "ProfileRows", "PerQuery"]),
-    ]:
-        pipeline = rerank_pipeline(config, inputs, scorer)
-        assert [type(step).__name__ for step in pipeline.spark_steps] == plan
-        ranked = pipeline.transform_spark(queries).select("candidate_id", "rank", "job_id", "score")
+    for plan in plans:
+        ranked = Pipeline(tuple(plan)).transform_spark(queries)
+        ranked = ranked.select("candidate_id", "rank", "job_id", "score")
         results.append(pd.DataFrame(ranked.toPandas()).sort_values(["candidate_id", "rank"]))
     assert len(results[0]) > 0
-    pd.testing.assert_frame_equal(
-        results[0].reset_index(drop=True), results[1].reset_index(drop=True), check_exact=True
-    )
+    for other in results[1:]:
+        pd.testing.assert_frame_equal(
+            results[0].reset_index(drop=True), other.reset_index(drop=True), check_exact=True
+        )
     queries.unpersist()
 
 

@@ -6,12 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jobrec_core.config import load_config
 from jobrec_core.features.profile import PROFILE_ROLE
 from jobrec_core.ranking.pipeline import (
+    Bm25Retriever,
     Cutoff,
     DocumentText,
     PerQuery,
     Pipeline,
+    PoolsPerQuery,
     ProfileRows,
     Reranker,
     ScoreColumns,
@@ -23,6 +26,7 @@ from jobrec_core.ranking.pipeline import (
     spark_table,
 )
 from jobrec_core.ranking.scorers import Bm25Scorer, score_column
+from jobrec_core.search.connection import EsConnection
 
 
 @dataclass(frozen=True)
@@ -162,6 +166,26 @@ def test_consecutive_query_steps_run_as_one_grouped_pass_in_spark():
     # the pandas form is the steps' own, in order
     top = steps[1].transform(retrieved())
     pd.testing.assert_frame_equal(top, (rerank % 3).transform(retrieved()))
+
+
+def test_a_retriever_hands_its_pools_straight_to_the_query_steps_after_it():
+    """A retriever followed by a pass of query steps is one step in Spark, `PoolsPerQuery`:
+    the pools go to the pass as searched. A lone query step, or one that joins in Spark,
+    keeps the retriever's rows."""
+    settings = load_config("local", [], None).retrieval
+    retriever = Bm25Retriever(
+        EsConnection(("http://localhost:9200",), False, 1.0), "jobs", settings
+    )
+    rerank = Reranker(JobIdScorer())
+    steps = (retriever >> rerank % 3).spark_steps
+    assert steps == [PoolsPerQuery(retriever, PerQuery((rerank, Cutoff(3))))]
+    assert (retriever >> rerank).spark_steps == [retriever, rerank]
+    joined = DocumentText(pd.DataFrame({"job_id": [1], "doc_tokens": [["a"]]}))  # not shipped
+    assert [type(s).__name__ for s in (retriever >> joined >> rerank % 3).spark_steps] == [
+        "Bm25Retriever",
+        "DocumentText",
+        "PerQuery",
+    ]
 
 
 def test_query_steps_say_which_columns_leave_them():
