@@ -90,8 +90,8 @@ def test_packed_and_padded_term_encoding_score_and_learn_alike(architecture):
 
 @pytest.mark.parametrize("architecture", ["drmm", "tks", "knrm"])
 def test_scoring_without_gradients_computes_what_training_computes(architecture):
-    """Scores (no gradients, CPU) run the term MLP as numpy products, training through torch:
-    the same function, float32 sums in another order."""
+    """Scores (no gradients, CPU) run the term MLP on the transposed rows, training through
+    `nn.Linear`: the same function, float32 sums in another order."""
     model = Drmm(spec(architecture=architecture, mlp_layers=10, mlp_width=10)).eval()
     batch = inputs(8, [3, 40, 7, 1, 25, 12, 9, 30])
     with torch.inference_mode():

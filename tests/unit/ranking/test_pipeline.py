@@ -23,6 +23,7 @@ from jobrec_core.ranking.pipeline import (
     by_job_id,
     field_name,
     job_rows,
+    pool_rows_of,
     spark_table,
 )
 from jobrec_core.ranking.scorers import Bm25Scorer, score_column
@@ -229,3 +230,33 @@ def test_profile_rows_come_in_the_order_the_grouped_pass_sorts_them_into():
         [1, "pool", 11],
         [1, "pool", 30],
     ]
+
+
+def test_a_batch_of_pools_becomes_rows_ranked_within_each_pool():
+    """`pool_rows_of` (a worker's side of `PoolsPerQuery`): a row per kept hit, the query's
+    columns repeated, `rank` its place in its pool; numbers as pandas makes them of Python
+    numbers (what the grouped pass reads), NaN where BM25 did not rank a job."""
+    pools = pd.DataFrame(
+        {
+            "candidate_id": [7, 8, 9],
+            "query_terms": [np.array(["a", "b"]), np.array(["c"]), np.array(["d"])],
+            "query_job_share": [np.array([1.0, 0.5]), np.array([1.0]), np.array([1.0])],
+            "own_job_ids": [np.array([3]), np.array([], dtype=int), None],
+            "sequence_job_ids": [np.array([3]), np.array([], dtype=int), None],
+            "pool_job_id": [np.array([5, 4], dtype=np.int32), None, np.array([6])],
+            "pool_score": [np.array([0.5, 0.25]), None, np.array([0.1])],
+            "pool_bm25": [np.array([2.5, 1.5], dtype=np.float32), None, np.array([1.0])],
+            "pool_bm25_rank": [np.array([1.0, np.nan]), None, np.array([2])],
+        }
+    )
+    rows, counts = pool_rows_of(pools)
+    assert counts.tolist() == [2, 0, 1]
+    assert rows["candidate_id"].tolist() == [7, 7, 9]
+    assert rows["job_id"].tolist() == [5, 4, 6] and rows["job_id"].dtype == np.int64
+    assert rows["rank"].tolist() == [1, 2, 1]
+    assert rows["bm25"].dtype == np.float64 and rows["bm25"].tolist() == [2.5, 1.5, 1.0]
+    assert rows["bm25_rank"].isna().tolist() == [False, True, False]
+    assert [list(t) for t in rows["query_terms"]] == [["a", "b"], ["a", "b"], ["d"]]
+    assert list(rows.columns) == list(retrieved().columns)
+    whole, _ = pool_rows_of(pools.assign(pool_bm25_rank=[np.array([1, 2]), None, [3]]))
+    assert whole["bm25_rank"].dtype == np.int64
