@@ -6,6 +6,7 @@ import pandas as pd
 import pytest
 
 from jobrec_core.ranking.pipeline import (
+    POOLS_SCHEMA,
     RANKED_SCHEMA,
     Cutoff,
     PerQuery,
@@ -72,6 +73,7 @@ def test_pools_become_the_same_rows_in_spark_and_in_a_worker(spark, searched):
     def fields(frame):
         return [(f.name, f.dataType.simpleString()) for f in frame.schema]
 
+    assert fields(searched) == fields(spark.createDataFrame([], POOLS_SCHEMA))
     assert fields(exploded) == fields(spark.createDataFrame([], RANKED_SCHEMA))
     in_spark = pd.DataFrame(exploded.toPandas()).sort_values(["candidate_id", "rank"])
     in_worker, counts = pool_rows_of(pd.DataFrame(searched.toPandas()).sort_values("candidate_id"))
