@@ -22,6 +22,10 @@ cleaned candidates by id.
 - baseline: the pool rows grouped in Spark, the plan before the pools went to the pass as
   searched: the tables shipped, the pools exploded into one row per job in Spark, then
   shuffled and collected back by query for the grouped pass;
+- baseline: every column carried, the plan before the pass kept only the recommended
+  columns (`ranking.pipeline.Columns`): the pass sends every working column (the jobs' text,
+  the matching histograms) back to Spark, which selects the recommended ones after it, as
+  the job did;
 - subject: the champion's whole pipeline in one Spark plan (`Pipeline.spark_steps`: with the
   job tables shipped to the workers, `histograms.worker_tables_max_jobs`, the pools as
   searched handed to one pass per batch of queries, `ranking.pipeline.PoolsPerQuery`, which
@@ -73,6 +77,7 @@ from jobrec_core.ranking.factory import (
     retriever_step,
 )
 from jobrec_core.ranking.pipeline import (
+    Columns,
     PerQuery,
     Pipeline,
     PoolsPerQuery,
@@ -152,6 +157,9 @@ def main() -> int:
         joined_whole = timed_write(joined.transform_spark(queries), "joined")
         grouped = Pipeline(tuple(step for s in pipeline.spark_steps for step in grouped_plan(s)))
         grouped_whole = timed_write(grouped.transform_spark(queries), "grouped")
+        assert isinstance(pipeline.steps[-1], Columns)
+        carried = Pipeline(pipeline.steps[:-1]).transform_spark(queries)
+        carried_whole = timed_write(carried.select(*pipeline.steps[-1].names), "carried")
         whole = timed_write(pipeline.transform_spark(queries), "whole")
 
         parts: list[tuple[str, float]] = []
@@ -185,6 +193,7 @@ def main() -> int:
                 ("steps", "step by step"),
                 ("joined", "the joined tables"),
                 ("grouped", "the grouped pool rows"),
+                ("carried", "every column carried"),
             )
         }
     width = 60
@@ -197,6 +206,7 @@ def main() -> int:
         ("baseline: step by step", step_by_step),
         ("baseline: the job tables joined in Spark", joined_whole),
         ("baseline: the pool rows grouped in Spark", grouped_whole),
+        ("baseline: every column carried out of the pass", carried_whole),
         ("subject: whole, as the job runs it", whole),
     ]:
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
@@ -212,6 +222,7 @@ def main() -> int:
     print(
         f"  subject {step_by_step / whole:.2f}x step by step, {joined_whole / whole:.2f}x the "
         f"joined tables, {grouped_whole / whole:.2f}x the grouped pool rows, "
+        f"{carried_whole / whole:.2f}x every column carried, "
         f"{recorded:.1f}x issue 21's recorded {RECORDED_BASELINE:.0f} "
         f"candidates/s (earlier commit); {rows:,} rows; parts "
         f"{'equal' if parts_differing == 0 else 'DIFFERENT'}"

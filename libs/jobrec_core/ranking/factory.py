@@ -36,6 +36,7 @@ from jobrec_core.platform.spark import arrow_to_pandas
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
+    Columns,
     DocumentText,
     DrmmFeatures,
     JobTable,
@@ -321,5 +322,14 @@ def rerank_pipeline(
     sink: RetrievalSink = keep_in_memory,
 ) -> Pipeline:
     """`retrieval.retriever`'s pool re-ranked by `scorer`, the top `evaluation.k`: what is
-    recommended."""
-    return featured_pool(config, inputs, sink) >> Reranker(scorer) % config.evaluation.k
+    recommended (:data:`RECOMMENDED_COLUMNS`)."""
+    return (
+        featured_pool(config, inputs, sink)
+        >> Reranker(scorer) % config.evaluation.k
+        >> Columns(RECOMMENDED_COLUMNS)
+    )
+
+
+# What a recommendation says: the job, its rank and score, and BM25's view of it (null
+# `bm25_rank`: only the kNN list found it).
+RECOMMENDED_COLUMNS = ("candidate_id", "rank", "job_id", "score", "bm25", "bm25_rank")

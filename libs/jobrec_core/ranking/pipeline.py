@@ -896,6 +896,30 @@ class Cutoff(QueryStep):
         return frame.where(F.col("rank") <= self.k)
 
 
+@dataclass(frozen=True)
+class Columns(QueryStep):
+    """Only the columns `names`, in that order: what the pipeline's caller reads. At the end
+    of the fused pass, the working columns the steps added (each pool job's text, its
+    matching histograms, about 2,000 values a row) then never cross back from the Python
+    worker: Spark cannot prune columns through `mapInPandas`, and converting them to Arrow
+    took a third of the recommendations' pass (docs/BENCHMARKS.md)."""
+
+    names: tuple[str, ...]
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        named = {field_name(f): f for f in fields}
+        missing = [name for name in self.names if name not in named]
+        if missing:
+            raise ValueError(f"columns {missing} are not in the pipeline's rows: {list(named)}")
+        return [named[name] for name in self.names]
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[list(self.names)]
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        return frame.select(*self.names)
+
+
 def _fields(frame: DataFrame) -> list[str]:
     return [f"`{f.name}` {f.dataType.simpleString()}" for f in frame.schema.fields]
 

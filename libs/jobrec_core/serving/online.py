@@ -32,6 +32,7 @@ from jobrec_core.config import JobrecConfig
 from jobrec_core.features.queries import request_query
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
+    Columns,
     Cutoff,
     Pipeline,
     PoolRetriever,
@@ -145,7 +146,7 @@ def part_of(step: Step) -> str:
     """Which part of a request's time a pipeline step counts in."""
     if isinstance(step, (Bm25Retriever, PoolRetriever)):
         return "retrieval"
-    if isinstance(step, (Reranker, Cutoff)):
+    if isinstance(step, (Reranker, Cutoff, Columns)):
         return "scoring"
     return "features"
 

@@ -10,6 +10,7 @@ from jobrec_core.config import load_config
 from jobrec_core.features.profile import PROFILE_ROLE
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
+    Columns,
     Cutoff,
     DocumentText,
     PerQuery,
@@ -203,6 +204,20 @@ def test_query_steps_say_which_columns_leave_them():
     # and the pandas form gives those columns, in that order
     scored = kept.transform(retrieved())
     assert list(scored.columns) == [field_name(f) for f in kept.spark_fields(fields)]
+    chosen = Columns(("job_id", "score"))
+    assert chosen.spark_fields(fields) == ["`job_id` int", "`score` double"]
+    assert list(chosen.transform(retrieved()).columns) == ["job_id", "score"]
+    with pytest.raises(ValueError, match="not in the pipeline's rows"):
+        Columns(("job_id", "doc_tokens")).spark_fields(fields)
+
+
+def test_the_recommended_columns_are_the_last_step_of_the_fused_pass():
+    """The pass keeps only what a recommendation says: its working columns (the jobs' text,
+    the histograms) never go back to Spark."""
+    rerank = Reranker(JobIdScorer())
+    pipeline = DocumentText(pd.DataFrame({"job_id": [1], "doc_tokens": [["a"]]}))
+    steps = (pipeline >> rerank % 3 >> Columns(("candidate_id", "job_id"))).spark_steps
+    assert steps[1] == PerQuery((rerank, Cutoff(3), Columns(("candidate_id", "job_id"))))
 
 
 def test_profile_rows_come_in_the_order_the_grouped_pass_sorts_them_into():
