@@ -800,8 +800,7 @@ class ScoreColumns(QueryStep):
 
     def spark_fields(self, fields: list[str]) -> list[str]:
         if self.keep is not None:
-            named = {field_name(f): f for f in fields}
-            fields = [named[name] for name in self.keep]
+            fields = Columns(tuple(self.keep)).spark_fields(fields)
         return [*fields, *(f"`{score_column(s)}` DOUBLE" for s in self.scorers)]
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
