@@ -387,9 +387,9 @@ def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
         steps = pipeline.pipeline_steps(spark, config, args.candidates, _run_command(args))
         local = config.elasticsearch.local
         node = LocalElasticsearch(local).status() if local.enabled else None
-        not_measured = frozenset({node.pid} if node is not None else ())  # a service's memory
+        services = {"Elasticsearch node": node.pid} if node is not None else {}
         try:
-            pipeline.run_steps(steps, state, path, not_measured=not_measured)
+            pipeline.run_steps(steps, state, path, services=services)
         except pipeline.PipelineError as error:
             print(f"\njobrec run: {error}", file=sys.stderr)
             print(f"the state is in {path}; run the same command again to resume from that step",

@@ -27,7 +27,7 @@ import logging
 import os
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -38,7 +38,7 @@ from pyspark.sql import SparkSession
 from jobrec_core.config import JobrecConfig
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.progress import format_duration
-from jobrec_core.platform.resources import GIB, TreeMemory
+from jobrec_core.platform.resources import GIB, CpuTime, TreeMemory
 from jobrec_core.platform.tables import table_path
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,9 @@ class StepRecord:
     seconds: float
     peak_rss_bytes: int
     finished: str  # ISO time, UTC
+    # CPU seconds by kind of process (`platform.resources.CpuTime`): where the step's cores
+    # went. Empty in a state recorded before it was kept.
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -289,13 +292,14 @@ def run_steps(
     state: PipelineState | None,
     path: Path | None,
     emit: Callable[[str], None] = print,
-    not_measured: frozenset[int] = frozenset(),
+    services: Mapping[str, int] | None = None,
 ) -> list[StepRecord]:
     """Run the steps that `state` has not recorded, in order, recording each in it as it ends
-    and saving it to `path` (`state` None: run all, record nothing). Peak memory leaves out
-    the processes `not_measured` (the local Elasticsearch node this command started, so that
-    a step's figure does not depend on who started it). Returns the records of the steps run
-    now."""
+    and saving it to `path` (`state` None: run all, record nothing). `services` names the
+    processes that work beside the pipeline's own (the local Elasticsearch node): peak memory
+    leaves them out, so that a step's figure does not depend on who started them, and their
+    CPU seconds are counted under their names. Returns the records of the steps run now."""
+    named = dict(services or {})
     ran: list[StepRecord] = []
     for number, step in enumerate(steps, start=1):
         if state is not None and state.done(step.name):
@@ -305,7 +309,10 @@ def run_steps(
             continue
         log.info("step %d/%d %s: starting", number, len(steps), step.name)
         started = time.perf_counter()
-        with TreeMemory(exclude=not_measured) as memory:
+        with (
+            TreeMemory(exclude=frozenset(named.values())) as memory,
+            CpuTime(services=named) as cpu,
+        ):
             try:
                 output = step.run()
             except Exception as error:
@@ -318,15 +325,17 @@ def run_steps(
             time.perf_counter() - started,
             memory.peak_bytes,
             datetime.now(UTC).isoformat(timespec="seconds"),
+            cpu.seconds,
         )
         emit(f"\n{output}")
         log.info(
-            "step %d/%d %s: done in %s, peak memory %.2f GiB",
+            "step %d/%d %s: done in %s, peak memory %.2f GiB, CPU %s",
             number,
             len(steps),
             step.name,
             format_duration(record.seconds),
             record.peak_rss_bytes / GIB,
+            format_cpu(record.cpu_seconds),
         )
         ran.append(record)
         if state is not None:
@@ -350,13 +359,28 @@ def restart_from(state: PipelineState, names: list[str], name: str) -> PipelineS
     return PipelineState(state.fingerprint, [r for r in state.completed if r.name not in later])
 
 
+def format_cpu(seconds: Mapping[str, float]) -> str:
+    """CPU seconds by kind of process, as `total s (kind s, ...)`; empty when not recorded."""
+    if not seconds:
+        return ""
+    kinds = ", ".join(f"{kind} {spent:.0f}" for kind, spent in seconds.items())
+    return f"{sum(seconds.values()):.0f} s ({kinds})"
+
+
 def format_records(records: list[StepRecord]) -> str:
-    """The steps' wall time and peak memory, as a table."""
-    lines = [f"{'step':<16}{'wall':>10}{'peak GiB':>10}"]
+    """The steps' wall time, peak memory and CPU seconds, as a table."""
+    lines = [f"{'step':<16}{'wall':>10}{'peak GiB':>10}  CPU"]
     lines += [
-        f"{r.name:<16}{format_duration(r.seconds):>10}{r.peak_rss_bytes / GIB:>10.2f}"
+        f"{r.name:<16}{format_duration(r.seconds):>10}{r.peak_rss_bytes / GIB:>10.2f}  "
+        f"{format_cpu(r.cpu_seconds)}".rstrip()
         for r in records
     ]
     total = sum(r.seconds for r in records)
-    lines.append(f"{'total':<16}{format_duration(total):>10}")
+    spent: dict[str, float] = {}
+    for record in records:
+        for kind, seconds in record.cpu_seconds.items():
+            spent[kind] = spent.get(kind, 0.0) + seconds
+    by_most = dict(sorted(spent.items(), key=lambda item: -item[1]))
+    cpu = f"{'':>10}  {format_cpu(by_most)}" if spent else ""
+    lines.append(f"{'total':<16}{format_duration(total):>10}{cpu}")
     return "\n".join(lines)

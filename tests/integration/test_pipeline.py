@@ -59,6 +59,7 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
     assert "tiny: every step done" in printed
     assert "P@10" in printed  # the evaluation's table
     assert "peak GiB" in printed
+    assert "Elasticsearch node" in printed  # each step's CPU, the node's apart
 
     assert main(arguments) == 0  # everything is recorded: nothing runs again
     assert json.loads(path.read_text())["completed"] == first

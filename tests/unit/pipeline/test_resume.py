@@ -54,7 +54,10 @@ def test_a_rerun_starts_at_the_step_that_failed(tmp_path):
     done = load_state(path, "abc")
     assert [r.name for r in done.completed] == ["generate", "ingest", "index", "evaluate"]
     assert all(r.seconds >= 0 and r.peak_rss_bytes > 0 for r in done.completed)
-    assert "total" in format_records(done.completed)
+    assert all("driver" in r.cpu_seconds for r in done.completed)  # this process ran them
+    table = format_records(done.completed)
+    assert "total" in table
+    assert "s (driver" in table
 
 
 def test_a_state_of_another_configuration_is_not_reused(tmp_path):
@@ -62,6 +65,7 @@ def test_a_state_of_another_configuration_is_not_reused(tmp_path):
     record = {"name": "generate", "seconds": 1.0, "peak_rss_bytes": 1, "finished": "2026-11-25"}
     path.write_text(json.dumps({"fingerprint": "old", "completed": [record]}))
     assert load_state(path, "old").done("generate")
+    assert load_state(path, "old").completed[0].cpu_seconds == {}  # recorded before CPU was
     assert load_state(path, "new").completed == []
 
 
