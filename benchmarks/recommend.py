@@ -37,6 +37,11 @@ cleaned candidates by id.
   step's output persisted on disk and counted before the next starts (the previous one then
   dropped), so that each figure is that step's own; their sum is above the subject's wall
   time, since each output is written and scanned again;
+- CPU: the CPU seconds each run spent, by kind of process (the Elasticsearch node, Spark's
+  Python workers, its JVM, the driver; `platform.resources.CpuTime`), next to what the
+  machine's cores could give in its wall time. The pools' own CPU seconds bound every plan
+  that searches them: on these cores, no plan goes faster than cores x candidates / those
+  seconds, even with the features and scores free;
 - inside the fused pass: its steps' pandas forms one after the other on the driver, one
   thread, on the first `--inside` candidates' rows as the pass receives them (features and
   scores, which Spark runs together, apart).
@@ -68,6 +73,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import load_config
 from jobrec_core.models.registry import load_champion
+from jobrec_core.platform.resources import CpuTime
 from jobrec_core.platform.spark import arrow_batch, get_spark
 from jobrec_core.platform.tables import read_delta, table_path, write_delta
 from jobrec_core.ranking.factory import (
@@ -95,6 +101,33 @@ RECORDED_BASELINE = (
 )
 
 
+# Each timed run: the name it is written under, and its label.
+RUNS = {
+    "bm25": "baseline: BM25 alone, top k",
+    "steps": "baseline: step by step",
+    "joined": "baseline: the job tables joined in Spark",
+    "grouped": "baseline: the pool rows grouped in Spark",
+    "carried": "baseline: every column carried out of the pass",
+    "whole": "subject: whole, as the job runs it",
+}
+
+
+def print_cpu(cpu: dict[str, dict[str, float]], walls: dict[str, float], count: int) -> None:
+    """Each run's CPU seconds by kind of process, against the cores' seconds in its wall time,
+    and the rate the pools' own CPU seconds allow on these cores."""
+    cores = len(os.sched_getaffinity(0))
+    print(f"  CPU seconds of each run, by process, on {cores} cores:")
+    for name, label in [*RUNS.items(), ("pools", "the pools alone (part)")]:
+        spent, available = sum(cpu[name].values()), cores * walls[name]
+        kinds = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in cpu[name].items())
+        print(f"    {label:<56}{spent:>6.1f} of {available:.1f} ({spent / available:.0%}): {kinds}")
+    pools = sum(cpu["pools"].values())
+    print(
+        f"  the pools alone spend {pools:.1f} CPU seconds: on {cores} cores no plan that searches "
+        f"them writes more than {cores * count / pools:.1f} candidates/s, features and scores free"
+    )
+
+
 def materialised(frame: DataFrame) -> tuple[DataFrame, float]:
     """`frame` persisted on disk and counted, and the seconds that took."""
     started = time.perf_counter()
@@ -111,7 +144,9 @@ def main() -> int:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     args = parser.parse_args()
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
-    LocalElasticsearch(config.elasticsearch.local).start()
+    node = LocalElasticsearch(config.elasticsearch.local).start()
+    services = {"Elasticsearch node": node.pid}
+    cpu: dict[str, dict[str, float]] = {}  # CPU seconds by kind of process, of each run
     spark = get_spark(config)
     champion = load_champion(config)
     candidates = read_delta(spark, table_path(config, "silver", "candidates"))
@@ -139,8 +174,10 @@ def main() -> int:
 
         def timed_write(ranked: DataFrame, name: str) -> float:
             started = time.perf_counter()
-            write_delta(ranked, str(Path(folder) / name))
+            with CpuTime(services=services) as spent:
+                write_delta(ranked, str(Path(folder) / name))
             seconds = time.perf_counter() - started
+            cpu[name] = spent.seconds
             spark.catalog.clearCache()  # the next run searches again
             queries.persist(StorageLevel.DISK_ONLY).count()
             return seconds
@@ -166,7 +203,9 @@ def main() -> int:
         frame = queries
         for step in pipeline.spark_steps:
             if isinstance(step, PoolsPerQuery):  # the pools, then the pass on them
-                frame, seconds = materialised(step.retriever.pools_spark(frame))
+                with CpuTime(services=services) as spent:
+                    frame, seconds = materialised(step.retriever.pools_spark(frame))
+                cpu["pools"] = spent.seconds
                 parts.append((f"{part_name(step.retriever)} (pools)", seconds))
                 step = step.per_query
                 first = queries.select("candidate_id").orderBy("candidate_id").limit(args.inside)
@@ -201,15 +240,12 @@ def main() -> int:
     for name, seconds in parts:
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
     print(f"  {'sum of the parts':<{width}}{sum(s for _, s in parts):>10.1f}")
-    for name, seconds in [
-        ("baseline: BM25 alone, top k", baseline),
-        ("baseline: step by step", step_by_step),
-        ("baseline: the job tables joined in Spark", joined_whole),
-        ("baseline: the pool rows grouped in Spark", grouped_whole),
-        ("baseline: every column carried out of the pass", carried_whole),
-        ("subject: whole, as the job runs it", whole),
-    ]:
+    timed = (baseline, step_by_step, joined_whole, grouped_whole, carried_whole, whole)
+    for name, seconds in zip(RUNS.values(), timed, strict=True):
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
+    walls = dict(zip(RUNS, timed, strict=True))
+    walls["pools"] = parts[0][1]
+    print_cpu(cpu, walls, count)
     inside = sample["candidate_id"].nunique()
     fused.transform(sample[sample["candidate_id"] == sample["candidate_id"].iloc[0]])  # loads
     print(f"  inside the fused pass, one thread, {inside} candidates, ms a candidate:")
