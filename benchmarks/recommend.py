@@ -39,9 +39,11 @@ cleaned candidates by id.
   time, since each output is written and scanned again;
 - CPU: the CPU seconds each run spent, by kind of process (the Elasticsearch node, Spark's
   Python workers, its JVM, the driver; `platform.resources.CpuTime`), next to what the
-  machine's cores could give in its wall time. The pools' own CPU seconds bound every plan
-  that searches them: on these cores, no plan goes faster than cores x candidates / those
-  seconds, even with the features and scores free;
+  machine's cores could give in its wall time. Two rates follow from the pools part: the
+  node's CPU seconds in it bound every plan that runs the same searches (cores x candidates
+  / those seconds, with nothing else to do on the cores); all of the part's CPU seconds
+  (the searches' client side, and the pools persisted and counted) give the rate these
+  pools allow as built here, an estimate with the features and scores free;
 - inside the fused pass: its steps' pandas forms one after the other on the driver, one
   thread, on the first `--inside` candidates' rows as the pass receives them (features and
   scores, which Spark runs together, apart).
@@ -101,6 +103,7 @@ RECORDED_BASELINE = (
 )
 
 
+NODE = "Elasticsearch node"
 # Each timed run: the name it is written under, and its label.
 RUNS = {
     "bm25": "baseline: BM25 alone, top k",
@@ -121,10 +124,16 @@ def print_cpu(cpu: dict[str, dict[str, float]], walls: dict[str, float], count: 
         spent, available = sum(cpu[name].values()), cores * walls[name]
         kinds = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in cpu[name].items())
         print(f"    {label:<56}{spent:>6.1f} of {available:.1f} ({spent / available:.0%}): {kinds}")
+    node = cpu["pools"].get(NODE, 0.0)
     pools = sum(cpu["pools"].values())
+    if node > 0:
+        print(
+            f"  the node's searches for the pools: {node:.1f} CPU seconds; on {cores} cores no "
+            f"plan that runs them writes more than {cores * count / node:.1f} candidates/s"
+        )
     print(
-        f"  the pools alone spend {pools:.1f} CPU seconds: on {cores} cores no plan that searches "
-        f"them writes more than {cores * count / pools:.1f} candidates/s, features and scores free"
+        f"  the pools as built here: {pools:.1f} CPU seconds; on {cores} cores about "
+        f"{cores * count / pools:.1f} candidates/s with the features and scores free"
     )
 
 
@@ -145,8 +154,10 @@ def main() -> int:
     args = parser.parse_args()
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
     node = LocalElasticsearch(config.elasticsearch.local).start()
-    services = {"Elasticsearch node": node.pid}
-    cpu: dict[str, dict[str, float]] = {}  # CPU seconds by kind of process, of each run
+    services = {NODE: node.pid}
+    # Each run's CPU seconds by kind of process, and its wall time, by its name (`RUNS`)
+    cpu: dict[str, dict[str, float]] = {}
+    walls: dict[str, float] = {}
     spark = get_spark(config)
     champion = load_champion(config)
     candidates = read_delta(spark, table_path(config, "silver", "candidates"))
@@ -177,7 +188,7 @@ def main() -> int:
             with CpuTime(services=services) as spent:
                 write_delta(ranked, str(Path(folder) / name))
             seconds = time.perf_counter() - started
-            cpu[name] = spent.seconds
+            cpu[name], walls[name] = spent.seconds, seconds
             spark.catalog.clearCache()  # the next run searches again
             queries.persist(StorageLevel.DISK_ONLY).count()
             return seconds
@@ -186,7 +197,7 @@ def main() -> int:
             retriever_step(config, inputs, retriever="bm25")
             >> Reranker(Bm25Scorer()) % config.evaluation.k
         )
-        baseline = timed_write(bm25_alone.transform_spark(queries), "bm25")
+        timed_write(bm25_alone.transform_spark(queries), "bm25")
         frame = queries
         for step in joined.steps:
             frame = step.transform_spark(frame)
@@ -205,7 +216,7 @@ def main() -> int:
             if isinstance(step, PoolsPerQuery):  # the pools, then the pass on them
                 with CpuTime(services=services) as spent:
                     frame, seconds = materialised(step.retriever.pools_spark(frame))
-                cpu["pools"] = spent.seconds
+                cpu["pools"], walls["pools"] = spent.seconds, seconds
                 parts.append((f"{part_name(step.retriever)} (pools)", seconds))
                 step = step.per_query
                 first = queries.select("candidate_id").orderBy("candidate_id").limit(args.inside)
@@ -240,11 +251,8 @@ def main() -> int:
     for name, seconds in parts:
         print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
     print(f"  {'sum of the parts':<{width}}{sum(s for _, s in parts):>10.1f}")
-    timed = (baseline, step_by_step, joined_whole, grouped_whole, carried_whole, whole)
-    for name, seconds in zip(RUNS.values(), timed, strict=True):
-        print(f"  {name:<{width}}{seconds:>10.1f}{count / seconds:>16.1f}")
-    walls = dict(zip(RUNS, timed, strict=True))
-    walls["pools"] = parts[0][1]
+    for name, label in RUNS.items():
+        print(f"  {label:<{width}}{walls[name]:>10.1f}{count / walls[name]:>16.1f}")
     print_cpu(cpu, walls, count)
     inside = sample["candidate_id"].nunique()
     fused.transform(sample[sample["candidate_id"] == sample["candidate_id"].iloc[0]])  # loads

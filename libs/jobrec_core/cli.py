@@ -343,7 +343,8 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
         if not all(r.ok for r in results):
             return 1
         try:
-            run_steps(pipeline_steps(spark, config, DEMO_CANDIDATES, "jobrec demo"), None, None)
+            steps = pipeline_steps(spark, config, DEMO_CANDIDATES, "jobrec demo")
+            run_steps(steps, None, None, services=_node_services(config))
         except PipelineError as error:
             print(f"jobrec demo: {error}", file=sys.stderr)
             return 1
@@ -367,6 +368,14 @@ def _run_command(args: argparse.Namespace) -> str:
     return " ".join(words)
 
 
+def _node_services(config: JobrecConfig) -> dict[str, int]:
+    """The local Elasticsearch node, whoever started it, as a service beside the pipeline's
+    own processes (its CPU apart, its memory left out); none for a remote cluster."""
+    local = config.elasticsearch.local
+    node = LocalElasticsearch(local).status() if local.enabled else None
+    return {"Elasticsearch node": node.pid} if node is not None else {}
+
+
 def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
     """The pipeline on the configured preset, resuming after the last recorded step."""
     from jobrec_core import pipeline
@@ -385,11 +394,8 @@ def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
     with _local_node(config, keep=args.keep_es):
         spark = get_spark(config)
         steps = pipeline.pipeline_steps(spark, config, args.candidates, _run_command(args))
-        local = config.elasticsearch.local
-        node = LocalElasticsearch(local).status() if local.enabled else None
-        services = {"Elasticsearch node": node.pid} if node is not None else {}
         try:
-            pipeline.run_steps(steps, state, path, services=services)
+            pipeline.run_steps(steps, state, path, services=_node_services(config))
         except pipeline.PipelineError as error:
             print(f"\njobrec run: {error}", file=sys.stderr)
             print(f"the state is in {path}; run the same command again to resume from that step",

@@ -28,7 +28,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
@@ -38,7 +38,7 @@ from pyspark.sql import SparkSession
 from jobrec_core.config import JobrecConfig
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.progress import format_duration
-from jobrec_core.platform.resources import GIB, CpuTime, TreeMemory
+from jobrec_core.platform.resources import GIB, CpuTime, TreeMemory, most_first
 from jobrec_core.platform.tables import table_path
 
 log = logging.getLogger(__name__)
@@ -93,8 +93,13 @@ class PipelineState:
     @staticmethod
     def from_json(text: str) -> PipelineState:
         values = json.loads(text)
+        known = {f.name for f in fields(StepRecord)}  # a later version's additions are left out
         return PipelineState(
-            values["fingerprint"], [StepRecord(**r) for r in values.get("completed", [])]
+            values["fingerprint"],
+            [
+                StepRecord(**{k: v for k, v in r.items() if k in known})
+                for r in values.get("completed", [])
+            ],
         )
 
 
@@ -325,7 +330,7 @@ def run_steps(
             time.perf_counter() - started,
             memory.peak_bytes,
             datetime.now(UTC).isoformat(timespec="seconds"),
-            cpu.seconds,
+            {kind: round(seconds, 2) for kind, seconds in cpu.seconds.items()},
         )
         emit(f"\n{output}")
         log.info(
@@ -368,19 +373,22 @@ def format_cpu(seconds: Mapping[str, float]) -> str:
 
 
 def format_records(records: list[StepRecord]) -> str:
-    """The steps' wall time, peak memory and CPU seconds, as a table."""
-    lines = [f"{'step':<16}{'wall':>10}{'peak GiB':>10}  CPU"]
+    """The steps' wall time, peak memory and, where recorded, CPU seconds, as a table (the
+    same table as before CPU was recorded, for a state that has none)."""
+    recorded = [r for r in records if r.cpu_seconds]
+    lines = [f"{'step':<16}{'wall':>10}{'peak GiB':>10}" + ("  CPU" if recorded else "")]
     lines += [
         f"{r.name:<16}{format_duration(r.seconds):>10}{r.peak_rss_bytes / GIB:>10.2f}  "
         f"{format_cpu(r.cpu_seconds)}".rstrip()
         for r in records
     ]
-    total = sum(r.seconds for r in records)
-    spent: dict[str, float] = {}
-    for record in records:
-        for kind, seconds in record.cpu_seconds.items():
-            spent[kind] = spent.get(kind, 0.0) + seconds
-    by_most = dict(sorted(spent.items(), key=lambda item: -item[1]))
-    cpu = f"{'':>10}  {format_cpu(by_most)}" if spent else ""
-    lines.append(f"{'total':<16}{format_duration(total):>10}{cpu}")
+    total = f"{'total':<16}{format_duration(sum(r.seconds for r in records)):>10}"
+    if recorded:
+        spent: dict[str, float] = {}
+        for record in recorded:
+            for kind, seconds in record.cpu_seconds.items():
+                spent[kind] = spent.get(kind, 0.0) + seconds
+        of = "" if len(recorded) == len(records) else f", of {len(recorded)} steps"
+        total += f"{'':>10}  {format_cpu(most_first(spent))}{of}"
+    lines.append(total)
     return "\n".join(lines)

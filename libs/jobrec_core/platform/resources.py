@@ -6,15 +6,17 @@ Elasticsearch node. Their peak is what decides the machine a stage needs, so
 :class:`TreeMemory` sums the resident memory of a process and all its descendants every
 `interval_s` from a daemon thread, and keeps the largest sum. Where the cores go is what
 decides which part to make cheaper, so :class:`CpuTime` adds up each kind of process's CPU
-seconds over the same tree and the named services. Both read `/proc` through psutil and
-change nothing they measure.
+seconds over the same tree and the named services. Both read `/proc` through psutil; their
+sampling thread's own CPU is the driver's.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Mapping
+from pathlib import Path
 from types import TracebackType
 
 import psutil
@@ -73,7 +75,7 @@ class TreeMemory:
             try:
                 rss = process.memory_info().rss
                 total += rss
-                if "pyspark.daemon" in " ".join(process.cmdline()):
+                if _is_python_worker(process):
                     workers += rss
             except psutil.Error:
                 continue
@@ -85,40 +87,70 @@ def _subtree(process: psutil.Process) -> set[int]:
     return {process.pid, *(child.pid for child in process.children(recursive=True))}
 
 
+def _is_python_worker(process: psutil.Process) -> bool:
+    """Whether `process` is one of Spark's Python workers (or their daemon, which forks them)."""
+    command = " ".join(process.cmdline())
+    return "pyspark.daemon" in command or "pyspark.worker" in command
+
+
 DRIVER = "driver"
 PYTHON_WORKERS = "Spark's Python workers"
 JVM = "JVM"
-OTHER = "other"
+OTHER = "other processes"  # e.g. training's torchrun workers
+
+
+def process_identity(pid: int) -> str | None:
+    """What tells a process from a later one with the same pid: the boot it runs in and its
+    start time (clock ticks after boot, field 22 of /proc/<pid>/stat), which, unlike a start
+    time in seconds since the epoch, no change of the wall clock moves. None where /proc
+    cannot tell (not Linux, or the process is gone)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
+        return f"{boot}:{stat.rsplit(') ', 1)[1].split()[19]}"
+    except (OSError, IndexError):
+        return None
+
+
+def most_first(seconds: Mapping[str, float]) -> dict[str, float]:
+    """`seconds` by kind, the largest first."""
+    return dict(sorted(seconds.items(), key=lambda item: -item[1]))
 
 
 class CpuTime:
     """`with CpuTime(services={"Elasticsearch node": pid}) as cpu: ...` then `cpu.seconds`:
     the CPU seconds (user and system) each kind of process spent inside the block. Kinds:
-    the process `pid` itself (:data:`DRIVER`, this one by default), Spark's Python workers,
-    a JVM among its descendants (Spark's), any other descendant, and each named service,
-    which is counted under its name wherever it runs, inside the tree or not.
+    the process `pid` itself (:data:`DRIVER`, this one by default, the sampling thread
+    included), Spark's Python workers, a JVM among its descendants (Spark's), any other
+    descendant, and each named service with its own child processes, counted under its name
+    wherever it runs, inside the tree or not.
 
-    A process running at the start counts from what it had spent then; one started inside the
-    block counts whole. Readings are `interval_s` apart, and a final one is taken at the end:
-    a process that ends between two readings loses at most its last `interval_s` of CPU
-    (Spark's workers and JVM live through a job, so only short-lived helpers can)."""
+    A process that started before the block counts from its first reading (at the start,
+    where it was running then); one started inside the block counts whole. Readings are
+    `interval_s` apart, plus one at the end: a process that ends between two readings loses
+    what it spent since the last one (up to `interval_s` a busy thread; all of it, for one
+    that starts and ends between them). Spark's JVM and the node live through a step; its
+    Python workers through a job, and a minute idle after it."""
 
     def __init__(
         self,
         pid: int | None = None,
-        interval_s: float = 0.2,
+        interval_s: float = 0.5,
         services: Mapping[str, int] | None = None,
     ) -> None:
         self.pid = pid if pid is not None else os.getpid()
-        self.services = {service_pid: name for name, service_pid in (services or {}).items()}
+        self._name_by_pid = {service_pid: name for name, service_pid in (services or {}).items()}
         self.interval_s = interval_s
-        # (pid, start time) -> (kind, CPU seconds at the start or 0, the latest reading)
-        self._spent: dict[tuple[int, float], tuple[str, float, float]] = {}
+        self._began = time.time()
+        # (pid, `process_identity`) -> (kind, CPU seconds at the first reading or 0, latest)
+        self._spent: dict[tuple[int, str], tuple[str, float, float]] = {}
+        self._lock = threading.Lock()
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._sample, name="cpu-time", daemon=True)
 
     def __enter__(self) -> CpuTime:
-        self.sample(starting=True)
+        self._began = time.time()
+        self.sample()
         self._thread.start()
         return self
 
@@ -134,49 +166,59 @@ class CpuTime:
 
     @property
     def seconds(self) -> dict[str, float]:
-        """CPU seconds by kind of process, most first."""
+        """CPU seconds by kind of process, the largest first."""
         totals: dict[str, float] = {}
-        for kind, first, latest in self._spent.values():
-            totals[kind] = totals.get(kind, 0.0) + latest - first
-        return dict(sorted(totals.items(), key=lambda item: -item[1]))
+        with self._lock:
+            for kind, first, latest in self._spent.values():
+                totals[kind] = totals.get(kind, 0.0) + latest - first
+        return most_first(totals)
 
     def _sample(self) -> None:
         while not self._done.wait(self.interval_s):
             self.sample()
 
-    def sample(self, starting: bool = False) -> None:
+    def sample(self) -> None:
         """One reading of every process; one that ends while it is read is skipped."""
+        for process, kind in self._processes():
+            try:
+                identity = process_identity(process.pid) or str(process.create_time())
+                times = process.cpu_times()
+                started_before = process.create_time() < self._began
+            except psutil.Error:
+                continue
+            key, spent = (process.pid, identity), times.user + times.system
+            with self._lock:
+                known = self._spent.get(key)
+                first = known[1] if known else (spent if started_before else 0.0)
+                self._spent[key] = (kind, first, spent)
+
+    def _processes(self) -> list[tuple[psutil.Process, str]]:
+        """The processes to read now, each with its kind: the services' subtrees under their
+        names, then the rest of `pid`'s tree."""
+        found: dict[int, tuple[psutil.Process, str]] = {}
+        for service_pid, name in self._name_by_pid.items():
+            try:
+                service = psutil.Process(service_pid)
+                for process in [service, *service.children(recursive=True)]:
+                    found[process.pid] = (process, name)
+            except psutil.Error:
+                continue
         try:
             root = psutil.Process(self.pid)
             tree = [root, *root.children(recursive=True)]
         except psutil.Error:
             tree = []
-        known = {process.pid for process in tree}
-        for service_pid in self.services:
-            if service_pid not in known:
-                try:
-                    tree.append(psutil.Process(service_pid))
-                except psutil.Error:
-                    continue
         for process in tree:
-            try:
-                key = (process.pid, process.create_time())
-                times = process.cpu_times()
-                spent = times.user + times.system
-                kind = self._kind(process)
-            except psutil.Error:
-                continue
-            first = self._spent[key][1] if key in self._spent else (spent if starting else 0.0)
-            self._spent[key] = (kind, first, spent)
+            if process.pid not in found:
+                found[process.pid] = (process, self._kind(process))
+        return list(found.values())
 
     def _kind(self, process: psutil.Process) -> str:
-        if process.pid in self.services:
-            return self.services[process.pid]
-        if process.pid == self.pid:
-            return DRIVER
-        command = " ".join(process.cmdline())
-        if "pyspark.daemon" in command or "pyspark.worker" in command:
-            return PYTHON_WORKERS
-        if process.name().startswith("java"):
-            return JVM
-        return OTHER
+        try:
+            if process.pid == self.pid:
+                return DRIVER
+            if _is_python_worker(process):
+                return PYTHON_WORKERS
+            return JVM if process.name().startswith("java") else OTHER
+        except psutil.Error:
+            return OTHER

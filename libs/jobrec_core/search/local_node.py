@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from jobrec_core.config import LocalEsConfig
+from jobrec_core.platform.resources import process_identity
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,8 @@ class NodeState:
     pid: int
     port: int
     workdir: str
-    # `_process_identity(pid)` when the node started; None in state files written before it
-    # was recorded, or where /proc cannot tell.
+    # `platform.resources.process_identity(pid)` when the node started; None in state files
+    # written before it was recorded, or where /proc cannot tell.
     identity: str | None = None
 
     @property
@@ -165,7 +166,7 @@ class LocalElasticsearch:
             pid=process.pid,
             port=port,
             workdir=str(self.workdir),
-            identity=_process_identity(process.pid),
+            identity=process_identity(process.pid),
         )
         self.state_file.write_text(json.dumps(asdict(state)), encoding="utf-8")
         (self.workdir / PORT_FILE).write_text(str(port), encoding="utf-8")
@@ -302,18 +303,6 @@ def _process_alive(pid: int) -> bool:
         return True
 
 
-def _process_identity(pid: int) -> str | None:
-    """What tells a process from a later one with the same pid: the boot it runs in and its
-    start time (clock ticks after boot, field 22 of /proc/<pid>/stat). None where /proc
-    cannot tell (not Linux, or the process is gone)."""
-    try:
-        boot = Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
-        stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
-        return f"{boot}:{stat.rsplit(') ', 1)[1].split()[19]}"
-    except (OSError, IndexError):
-        return None
-
-
 def _same_process(state: NodeState) -> bool:
     """Whether `state.pid` is still this project's node: its command line runs the launcher
     on `state.workdir`, and it is the process that was started (same identity). Each check
@@ -327,7 +316,7 @@ def _same_process(state: NodeState) -> bool:
         state.workdir.encode(),
     } <= set(arguments):
         return False
-    now = _process_identity(state.pid)
+    now = process_identity(state.pid)
     return state.identity is None or now is None or now == state.identity
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict
 import pytest
 
 from jobrec_core.config import load_config
+from jobrec_core.platform.resources import process_identity
 from jobrec_core.search.local_node import (
     LAUNCHER_CLASS,
     LOCK_FILE,
@@ -21,7 +22,6 @@ from jobrec_core.search.local_node import (
     LocalNodeError,
     NodeState,
     _free_port,
-    _process_identity,
 )
 
 
@@ -64,7 +64,7 @@ def test_a_pid_now_owned_by_another_process_is_neither_reported_nor_stopped(
     node = local_node(tmp_path)
     if case == "other command line":
         other = sleeping()
-        identity = _process_identity(other.pid)
+        identity = process_identity(other.pid)
     else:  # the node's command line, but not the process that was recorded
         other = sleeping(LAUNCHER_CLASS, str(node.workdir))
         identity = "another-boot:12345"
@@ -80,7 +80,7 @@ def test_a_running_node_that_does_not_answer_is_waited_for_not_started_again(tmp
     node = local_node(tmp_path)
     sleeper = sleeping(LAUNCHER_CLASS, str(node.workdir))
     processes.append(sleeper)
-    record(node, sleeper.pid, _process_identity(sleeper.pid))
+    record(node, sleeper.pid, process_identity(sleeper.pid))
     assert node.status() is not None
     with pytest.raises(LocalNodeError, match=rf"pid {sleeper.pid}\) is running but has not"):
         node.start()
