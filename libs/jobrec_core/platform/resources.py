@@ -18,30 +18,25 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 import psutil
 
 GIB = 1024**3
 
 
-class TreeMemory:
-    """`with TreeMemory() as memory: ...` then `memory.peak_bytes`; `pid` defaults to this
-    process. `peak_workers_bytes` is the largest sum seen over Spark's Python workers alone
-    (a maximum of its own, not necessarily at the moment of `peak_bytes`)."""
+class _Sampler:
+    """Readings of the process tree of `pid` (this process by default) while a `with` block
+    runs: one as it starts, one every `interval_s` from a daemon thread, one as it ends."""
 
-    def __init__(
-        self, pid: int | None = None, interval_s: float = 0.5, exclude: frozenset[int] = frozenset()
-    ) -> None:
+    def __init__(self, pid: int | None, interval_s: float, name: str) -> None:
         self.pid = pid if pid is not None else os.getpid()
-        self.exclude = exclude  # processes left out with their children (a service it started)
-        self._root: psutil.Process | None = None
         self.interval_s = interval_s
-        self.peak_bytes = 0
-        self.peak_workers_bytes = 0
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="tree-memory", daemon=True)
+        self._thread = threading.Thread(target=self._sample, name=name, daemon=True)
 
-    def __enter__(self) -> TreeMemory:
+    def __enter__(self) -> Self:
+        self.sample()
         self._thread.start()
         return self
 
@@ -53,12 +48,29 @@ class TreeMemory:
     ) -> None:
         self._done.set()
         self._thread.join()
+        self.sample()
 
     def _sample(self) -> None:
-        while True:
+        while not self._done.wait(self.interval_s):
             self.sample()
-            if self._done.wait(self.interval_s):
-                return
+
+    def sample(self) -> None:
+        raise NotImplementedError
+
+
+class TreeMemory(_Sampler):
+    """`with TreeMemory() as memory: ...` then `memory.peak_bytes`; `pid` defaults to this
+    process. `peak_workers_bytes` is the largest sum seen over Spark's Python workers alone
+    (a maximum of its own, not necessarily at the moment of `peak_bytes`)."""
+
+    def __init__(
+        self, pid: int | None = None, interval_s: float = 0.5, exclude: frozenset[int] = frozenset()
+    ) -> None:
+        super().__init__(pid, interval_s, "tree-memory")
+        self.exclude = exclude  # processes left out with their children (a service it started)
+        self._root: psutil.Process | None = None
+        self.peak_bytes = 0
+        self.peak_workers_bytes = 0
 
     def sample(self) -> None:
         """One reading; a process that ends while it is read is skipped."""
@@ -117,7 +129,7 @@ def most_first(seconds: Mapping[str, float]) -> dict[str, float]:
     return dict(sorted(seconds.items(), key=lambda item: -item[1]))
 
 
-class CpuTime:
+class CpuTime(_Sampler):
     """`with CpuTime(services={"Elasticsearch node": pid}) as cpu: ...` then `cpu.seconds`:
     the CPU seconds (user and system) each kind of process spent inside the block. Kinds:
     the process `pid` itself (:data:`DRIVER`, this one by default, the sampling thread
@@ -138,31 +150,16 @@ class CpuTime:
         interval_s: float = 0.5,
         services: Mapping[str, int] | None = None,
     ) -> None:
-        self.pid = pid if pid is not None else os.getpid()
+        super().__init__(pid, interval_s, "cpu-time")
         self._name_by_pid = {service_pid: name for name, service_pid in (services or {}).items()}
-        self.interval_s = interval_s
         self._began = time.time()
         # (pid, `process_identity`) -> (kind, CPU seconds at the first reading or 0, latest)
         self._spent: dict[tuple[int, str], tuple[str, float, float]] = {}
         self._lock = threading.Lock()
-        self._done = threading.Event()
-        self._thread = threading.Thread(target=self._sample, name="cpu-time", daemon=True)
 
-    def __enter__(self) -> CpuTime:
+    def __enter__(self) -> Self:
         self._began = time.time()
-        self.sample()
-        self._thread.start()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self._done.set()
-        self._thread.join()
-        self.sample()
+        return super().__enter__()
 
     @property
     def seconds(self) -> dict[str, float]:
@@ -172,10 +169,6 @@ class CpuTime:
             for kind, first, latest in self._spent.values():
                 totals[kind] = totals.get(kind, 0.0) + latest - first
         return most_first(totals)
-
-    def _sample(self) -> None:
-        while not self._done.wait(self.interval_s):
-            self.sample()
 
     def sample(self) -> None:
         """One reading of every process; one that ends while it is read is skipped."""
