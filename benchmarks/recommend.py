@@ -95,7 +95,7 @@ from jobrec_core.ranking.pipeline import (
     spark_table,
 )
 from jobrec_core.ranking.scorers import Bm25Scorer, drmm_scorer
-from jobrec_core.search.local_node import LocalElasticsearch
+from jobrec_core.search.local_node import SERVICE_NAME, LocalElasticsearch
 
 REPO = Path(__file__).resolve().parents[1]
 RECORDED_BASELINE = (
@@ -103,7 +103,6 @@ RECORDED_BASELINE = (
 )
 
 
-NODE = "Elasticsearch node"
 # Each timed run: the name it is written under, and its label.
 RUNS = {
     "bm25": "baseline: BM25 alone, top k",
@@ -124,7 +123,7 @@ def print_cpu(cpu: dict[str, dict[str, float]], walls: dict[str, float], count: 
         spent, available = sum(cpu[name].values()), cores * walls[name]
         kinds = ", ".join(f"{kind} {seconds:.1f}" for kind, seconds in cpu[name].items())
         print(f"    {label:<56}{spent:>6.1f} of {available:.1f} ({spent / available:.0%}): {kinds}")
-    node = cpu["pools"].get(NODE, 0.0)
+    node = cpu["pools"].get(SERVICE_NAME, 0.0)
     pools = sum(cpu["pools"].values())
     if node > 0:
         print(
@@ -154,7 +153,7 @@ def main() -> int:
     args = parser.parse_args()
     config = load_config("local", [f"data.preset={args.preset}", *args.overrides], REPO / "conf")
     node = LocalElasticsearch(config.elasticsearch.local).start()
-    services = {NODE: node.pid}
+    services = {SERVICE_NAME: node.pid}
     # Each run's CPU seconds by kind of process, and its wall time, by its name (`RUNS`)
     cpu: dict[str, dict[str, float]] = {}
     walls: dict[str, float] = {}

@@ -25,7 +25,7 @@ from pathlib import Path
 from jobrec_core.config import ConfigError, JobrecConfig
 from jobrec_core.platform.logs import setup_logging
 from jobrec_core.runtime import add_common_arguments, config_from_args
-from jobrec_core.search.local_node import LocalElasticsearch, LocalNodeError
+from jobrec_core.search.local_node import SERVICE_NAME, LocalElasticsearch, LocalNodeError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -373,7 +373,7 @@ def _node_services(config: JobrecConfig) -> dict[str, int]:
     own processes (its CPU apart, its memory left out); none for a remote cluster."""
     local = config.elasticsearch.local
     node = LocalElasticsearch(local).status() if local.enabled else None
-    return {"Elasticsearch node": node.pid} if node is not None else {}
+    return {SERVICE_NAME: node.pid} if node is not None else {}
 
 
 def _run(config: JobrecConfig, args: argparse.Namespace) -> int:

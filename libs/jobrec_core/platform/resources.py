@@ -174,15 +174,15 @@ class CpuTime(_Sampler):
         """One reading of every process; one that ends while it is read is skipped."""
         for process, kind in self._processes():
             try:
-                identity = process_identity(process.pid) or str(process.create_time())
+                started = process.create_time()
+                key = (process.pid, process_identity(process.pid) or str(started))
                 times = process.cpu_times()
-                started_before = process.create_time() < self._began
             except psutil.Error:
                 continue
-            key, spent = (process.pid, identity), times.user + times.system
+            spent = times.user + times.system
             with self._lock:
                 known = self._spent.get(key)
-                first = known[1] if known else (spent if started_before else 0.0)
+                first = known[1] if known else (spent if started < self._began else 0.0)
                 self._spent[key] = (kind, first, spent)
 
     def _processes(self) -> list[tuple[psutil.Process, str]]:

@@ -44,6 +44,10 @@ LOCK_FILE = "start.lock"
 MIN_JAVA = 17
 
 
+# The node's name as a service beside a pipeline's processes (`platform.resources.CpuTime`).
+SERVICE_NAME = "Elasticsearch node"
+
+
 class LocalNodeError(RuntimeError):
     """The local node cannot be started, reached or stopped; the message says what to do."""
 
