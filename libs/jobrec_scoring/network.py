@@ -243,9 +243,10 @@ class Drmm(nn.Module):
         """`term_mlp` over (N, width) rows. Scoring on a CPU (no gradients) runs it on the
         transposed rows, (width, N): a layer is then one `addmm` of a 10 x 10 weight and a
         10 x N block of long rows (the bias folded in), and tanh runs in place on contiguous
-        memory. On a demo query's 6,700 (term, job) rows, one thread: 3.6 ms, against 6.0 ms
-        for the same products in numpy (its tanh is 1.5x slower than torch's vectorised one,
-        its small products 2x) and 10.0 ms through `nn.Linear`'s (N, 10) rows
+        memory (:func:`tanh_in_place`: numpy's kernel where it has an AVX-512 one, else
+        torch's). On a demo query's 6,700 (term, job) rows, one thread, an AVX2 CPU: 3.6 ms,
+        against 6.0 ms for the same products in numpy (its tanh 1.5x slower than torch's
+        there, its small products 2x) and 10.0 ms through `nn.Linear`'s (N, 10) rows
         (docs/BENCHMARKS.md). Evaluation, the pyfunc and the recommendations take this path,
         and so does dev selection when training runs on CPUs; training steps and GPUs use
         `nn.Linear`. Both compute the same function; their float32 sums differ in order, by
