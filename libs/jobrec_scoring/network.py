@@ -268,8 +268,10 @@ def _numpy_tanh_is_vectorised() -> bool:
     AVX-512, docs/BENCHMARKS.md), both within 1.4 ulp. Elsewhere (AVX2, ARM) numpy's tanh
     was measured slower than torch's, or not at all, so torch's stays. A CPU feature, not a
     timing, decides: the same machine always computes the same scores."""
-    from numpy._core import _multiarray_umath as umath  # numpy 1.26 and 2.x
-
+    try:
+        from numpy._core import _multiarray_umath as umath  # numpy 1.26 and 2.x
+    except ImportError:  # numpy before 1.26 (`pyproject.toml` allows 1.24)
+        from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
     features = getattr(umath, "__cpu_features__", {})
     dispatched = getattr(umath, "__cpu_dispatch__", [])
     return bool(features.get("AVX512_SKX")) and "AVX512_SKX" in dispatched
