@@ -137,8 +137,9 @@ def rerank(
         columns["occupation_agreement"] = occupation_agreement(
             np.arange(len(profile.own_texts)) % 3, own_weights, np.arange(len(texts)) % 7
         )
-    # the rows in the registered model's input shape, built at once (not column by column)
-    scores = score_frame(model, pd.DataFrame(columns))
+    # the rows in the registered model's input shape, built at once (not column by column),
+    # from the arrays as they are (`copy=False`: pandas would copy them into 2-d blocks)
+    scores = score_frame(model, pd.DataFrame(columns, copy=False))
     return np.argsort(-scores)[:K]
 
 

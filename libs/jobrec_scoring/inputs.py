@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Literal
 
 import numpy as np
@@ -144,16 +145,22 @@ def _padded(per_term: np.ndarray, terms: np.ndarray) -> tuple[np.ndarray, np.nda
     return padded, mask
 
 
+_SIZE = attrgetter("size")
+
+
 def _flat_values(rows: np.ndarray | Sequence[Any], dtype: type) -> tuple[np.ndarray, np.ndarray]:
     """(every row's values one after another, as `dtype`; how many each row has): one `join`
     and one `frombuffer` for rows of bytes, one `concatenate` for rows of values."""
     if len(rows) and isinstance(rows[0], bytes):
         sizes = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
         return np.frombuffer(b"".join(rows), dtype=dtype), sizes // np.dtype(dtype).itemsize
-    if len(rows) and all(isinstance(row, np.ndarray) and row.dtype.kind in "biuf" for row in rows):
-        # rows of numbers (not of nested objects, whose `size` counts items): one concatenation
-        sizes = np.fromiter((row.size for row in rows), dtype=np.int64, count=len(rows))
-        return np.concatenate(list(rows), axis=None).astype(dtype, copy=False), sizes
+    if len(rows) and set(map(type, rows)) == {np.ndarray}:
+        # rows of numbers (not of nested objects, whose `size` counts items): one concatenation.
+        # `map` keeps the checks in C: a Python test per row cost 30 us a request.
+        flat = np.concatenate(list(rows), axis=None)
+        if flat.dtype.kind in "biuf":
+            sizes = np.fromiter(map(_SIZE, rows), dtype=np.int64, count=len(rows))
+            return flat.astype(dtype, copy=False), sizes
     # the conversion `to_bytes` makes, row by row: the same values as its bytes
     arrays: list[np.ndarray] = [np.asarray(row, dtype=dtype).ravel() for row in rows]
     sizes = np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays))
@@ -242,12 +249,16 @@ def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> 
         lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
         return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
     if np.issubdtype(counts.dtype, np.integer) and counts.dtype.itemsize <= 2:
-        # a table: log1p costs ~10x more; uint16 wraps a negative count as `& 0xFFFF` would,
-        # and `take` costs 2/3 of `[]`
-        return np.take(_LOG1P_INT16, counts.astype(np.uint16))
+        # a table: log1p costs ~10x more. `& 0xFFFF` reads a negative count as uint16 would.
+        # torch's `index_select` takes int32 positions where numpy's `take` first widens them
+        # to int64: 107 us against 165 for a 100-job request's 161,000 counts, same values.
+        positions = counts.astype(np.int32).reshape(-1)  # a copy: `counts` may be read-only
+        np.bitwise_and(positions, 0xFFFF, out=positions)
+        values = torch.index_select(_LOG1P_INT16, 0, torch.from_numpy(positions))
+        return values.numpy().reshape(counts.shape)
     return np.log1p(counts, dtype=np.float32)
 
 
 # ln(1 + c) for every int16 count (the stored type), so LCH is a lookup; counts are never
 # negative, the upper half of the table is never read.
-_LOG1P_INT16 = np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32)
+_LOG1P_INT16 = torch.from_numpy(np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32))

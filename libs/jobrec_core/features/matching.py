@@ -129,11 +129,13 @@ def document_features(
     documents: Sequence[Sequence[str] | np.ndarray],
     bins: int,
     lead_lengths: Sequence[int] | None = None,
-) -> dict[str, list[Any]]:
+) -> dict[str, np.ndarray]:
     """Columns `doc_len`, `hist` (counts, flattened, int16), `lead_hist` (the counts of the
     first `lead_lengths` terms alone: the lead fields' matches; empty without
     `lead_lengths`), `unigrams`, `bigrams` of each document against one query: one matrix
-    product for all of them. Each document's `hist` and `lead_hist` are rows of one array."""
+    product for all of them. Each document's `hist` and `lead_hist` are rows of one array.
+    The columns are numpy arrays (of objects for the histograms), which a `DataFrame` takes
+    as they are: built from lists, a request's frame cost 0.1 ms more."""
     count = len(documents)
     lengths = np.fromiter(map(len, documents), dtype=np.int64, count=count)
     everything = vocabulary.text_ids(documents)
@@ -150,21 +152,28 @@ def document_features(
         np.stack([lead, lengths - lead], axis=1).ravel() if split else lengths,
         bins,
         word_of=word_of,
+        dtype=np.int16,  # the stored type
     )
     flat = (count, counts[0].size if count else 0)  # a document's histograms, flattened
-    lead_hist = [np.zeros(0, dtype=np.int16)] * count
+    lead_hist = _rows(np.zeros((count, 0), dtype=np.int16))
     if split:
         parts = counts.reshape(count, 2, *counts.shape[1:])
-        lead_hist = list(parts[:, 0].astype(np.int16).reshape(flat))
-        counts = parts.sum(axis=1)
+        lead_hist = _rows(parts[:, 0].reshape(flat))
+        counts = parts.sum(axis=1, dtype=np.int16)
     unigrams, bigrams = shared_words(query.ids, distinct, lengths, word_of=word_of)
     return {
-        "doc_len": lengths.tolist(),
-        "hist": list(counts.astype(np.int16).reshape(flat)),
+        "doc_len": lengths,
+        "hist": _rows(counts.reshape(flat)),
         "lead_hist": lead_hist,
-        "unigrams": unigrams.tolist(),
-        "bigrams": bigrams.tolist(),
+        "unigrams": unigrams,
+        "bigrams": bigrams,
     }
+
+
+def _rows(matrix: np.ndarray) -> np.ndarray:
+    """The rows of a 2-d array as a 1-d array of objects (views of them): a list column's
+    cells."""
+    return np.fromiter(matrix, dtype=object, count=len(matrix))
 
 
 def document_column(frame: pd.DataFrame) -> str:
@@ -177,8 +186,8 @@ def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.D
     `doc_tokens` and `lead_len` -> the same rows with `query_idf` and the document features.
     All rows of a candidate share one query; each candidate's documents go through one
     matrix product."""
-    columns: dict[str, list[Any]] = {"query_idf": []}
-    columns |= {name: [] for name in DOCUMENT_FEATURES}
+    query_idf: list[np.ndarray] = []
+    parts: dict[str, list[np.ndarray]] = {name: [] for name in DOCUMENT_FEATURES}
     groups = list(frame.groupby("candidate_id", sort=False).indices.values())
     no_lead = bool(frame[LEAD_LENGTH].isna().all())  # no `histograms.lead_fields`
     for rows in groups:
@@ -190,9 +199,11 @@ def add_features(frame: pd.DataFrame, vocabulary: Vocabulary, bins: int) -> pd.D
             bins,
             None if no_lead else frame[LEAD_LENGTH].iloc[rows].to_numpy(),
         )
-        columns["query_idf"] += [query.idf] * len(rows)
+        query_idf += [query.idf] * len(rows)
         for name in DOCUMENT_FEATURES:
-            columns[name] += features[name]
+            parts[name].append(features[name])
+    columns: dict[str, Any] = {"query_idf": query_idf}
+    columns |= {name: np.concatenate(arrays) if arrays else [] for name, arrays in parts.items()}
     # The columns were filled group by group: put them back in the rows' order.
     order = frame.index[np.concatenate(groups)] if groups else frame.index
     return frame.assign(**pd.DataFrame(columns, index=order))

@@ -155,7 +155,7 @@ def co_interest_scores(
 def _flattened(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(the arrays one after another, int64; where each starts, and the end)."""
     starts = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum([len(a) for a in arrays], out=starts[1:])
+    np.cumsum(np.fromiter(map(len, arrays), dtype=np.int64, count=len(arrays)), out=starts[1:])
     if not arrays:
         return np.zeros(0, dtype=np.int64), starts
     return np.concatenate(arrays).astype(np.int64, copy=False), starts
