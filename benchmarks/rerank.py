@@ -18,7 +18,8 @@ text; sizes default to the demo's (median query 52 words, mean job 127 words). E
 words are held as vocabulary ids, as `jobrec serve` holds them (`ranking.factory.
 with_word_ids`, looked up once at start-up); `--word-strings` passes the words themselves
 (object arrays of `str`, as a Spark pool gives them) to time the lookup too. The network's
-weights do not change its cost, so it is freshly initialised from conf/.
+weights do not change its cost, so it is freshly initialised from conf/. What start-up built
+is frozen out of the garbage collector's scans, as `jobrec serve` does (`platform.heap`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from jobrec_core.features.matching import PROFILE_FEATURES, document_features, q
 from jobrec_core.features.occupations import occupation_agreement
 from jobrec_core.features.profile import co_interest_scores, text_similarities
 from jobrec_core.models.drmm import spec_from_config
+from jobrec_core.platform.heap import freeze_long_lived
 from jobrec_core.ranking.scorers import WmdScorer
 from jobrec_core.text.vectors import keyed_vectors
 from jobrec_scoring.model import score_frame
@@ -190,6 +192,7 @@ def main() -> None:
     zipf /= zipf.sum()
     query = rng.choice(words, args.query_terms, replace=False, p=zipf).tolist()
     wmd = WmdScorer(path)
+    freeze_long_lived()  # as `jobrec serve` after its start-up (`serving.stage`)
 
     print(
         f"one CPU thread; query {args.query_terms} words, jobs of {args.doc_terms} words, "

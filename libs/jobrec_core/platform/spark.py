@@ -22,6 +22,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.platform.heap import freeze_long_lived
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -183,6 +184,7 @@ def map_groups_in_pandas(
     grouped = frame.groupBy(*keys).agg(F.collect_list(F.struct(*others)).alias(_GROUP_ROWS))
 
     def run(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        freeze_long_lived()  # a pass's frames churn objects: keep the worker's own unscanned
         for batch in batches:
             yield function(_flatten(batch, keys, others, order))
 

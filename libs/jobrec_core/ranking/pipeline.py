@@ -59,6 +59,7 @@ from jobrec_core.features.profile import (
     query_vector_frame,
     with_query_vectors,
 )
+from jobrec_core.platform.heap import freeze_long_lived
 from jobrec_core.platform.spark import map_groups_in_pandas, rows_in_order, schema_columns
 from jobrec_core.ranking.scorers import Bm25Mix, Scorer, score_column
 from jobrec_core.search.bm25 import FULL_QUERY, Search, retrieval_fingerprint, retrieve, search_all
@@ -241,6 +242,7 @@ class PerQuery(Step):
         run = self._run(fields)
 
         def each(batches: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            freeze_long_lived()  # as `platform.spark.map_groups_in_pandas`'s passes
             for batch in batches:
                 rows, counts = pool_rows_of(batch)
                 if len(rows):  # a batch of empty pools has nothing to rank
@@ -444,6 +446,7 @@ class PoolRetriever(RetrieverStep):
         in_worker = self.tokens if isinstance(self.tokens, WorkerTable) else None
 
         def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+            freeze_long_lived()  # as `search.bm25.retrieve`'s partitions
             client = make_client(connection)
             try:
                 for batch in frames:

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig, RetrievalConfig
+from jobrec_core.platform.heap import freeze_long_lived
 from jobrec_core.platform.quarantine import QualityReport, enforce_budget, write_quarantine
 from jobrec_core.platform.tables import (
     append_delta,
@@ -465,6 +466,7 @@ def retrieve(
     )
 
     def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        freeze_long_lived()  # the searches' answers churn objects: keep the imports unscanned
         client = make_client(connection)
         try:
             for frame in frames:

@@ -39,6 +39,7 @@ from jobrec_core.config import JobrecConfig
 from jobrec_core.features.queries import idf_lookup
 from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
+from jobrec_core.platform.heap import freeze_long_lived
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
@@ -174,6 +175,7 @@ def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecom
     )
     first = int(recommender.catalogue.index[0])
     recommender.recommend(RecommendRequest((Interest(first, 10),)))
+    freeze_long_lived()  # what start-up loaded stays out of the requests' collections
     log.info("online: %s on %s, %s jobs in memory", recommender.model, inputs.index, len(catalogue))
     return recommender
 

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from jobrec_core.platform.heap import freeze_long_lived
+
 if TYPE_CHECKING:  # Spark is imported where it runs: a training worker may have none
     from pyspark import Broadcast
     from pyspark.sql import SparkSession
@@ -35,9 +37,12 @@ def keyed_vectors(path: str) -> Any:
 
 def worker_cached(kind: str, key: str, build: Callable[[], T]) -> T:
     """`build()` once per Python process for each (`kind`, `key`); `key` names an embeddings
-    version (its vectors file), so a new version never reuses an old entry."""
+    version (its vectors file), so a new version never reuses an old entry. What the build
+    made and imported is kept for the process's life: frozen out of the garbage collector's
+    scans (`platform.heap`)."""
     if (kind, key) not in _WORKER_CACHE:
         _WORKER_CACHE[(kind, key)] = build()
+        freeze_long_lived()
     return _WORKER_CACHE[(kind, key)]
 
 
