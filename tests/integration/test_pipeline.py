@@ -14,6 +14,7 @@ import pytest
 from jobrec_core.cli import main
 from jobrec_core.config import load_config
 from jobrec_core.pipeline import state_file
+from jobrec_core.platform import manifest
 from tests.helpers import QUICK_TITLES, REPO, state_overrides
 
 
@@ -26,10 +27,27 @@ def logs_to_the_real_stderr():
 
 
 def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
-    spark, es_node, state_root, tmp_path, capsys, logs_to_the_real_stderr
+    spark,
+    es_node,
+    state_root,
+    tiny_overrides,
+    tiny_titles,
+    tmp_path,
+    capsys,
+    logs_to_the_real_stderr,
 ):
+    # The tiny fixtures' MLflow store, so that the titles step finds their normaliser (the
+    # same settings and reference data) and uses it again, as a rerun of `jobrec run` would:
+    # training one is tests/integration/titles' part. Its own experiment and model name keep
+    # its runs and versions out of the other tests' way.
+    registry = [
+        s for s in tiny_overrides if s.startswith(("mlflow.tracking_uri=", "mlflow.artifact_root="))
+    ]
     settings = [
         *state_overrides(tmp_path),
+        *registry,
+        "mlflow.experiment=jobrec_pipeline",
+        "mlflow.model_name=jobrec_drmm_pipeline",
         f"elasticsearch.local.workdir={state_root / 'es'}",  # the session's node
         "elasticsearch.index_alias=jobs_pipeline",  # not the alias other tests search
         "evaluation.models=[v1]",
@@ -59,6 +77,7 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
     assert "tiny: every step done" in printed
     assert "P@10" in printed  # the evaluation's table
     assert "peak GiB" in printed
+    assert manifest.current(config, "titles")["version"] == tiny_titles[0].version
     assert "Elasticsearch node" in printed  # each step's CPU, the node's apart
 
     assert main(arguments) == 0  # everything is recorded: nothing runs again

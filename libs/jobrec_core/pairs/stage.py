@@ -39,7 +39,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
@@ -318,22 +318,19 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     selected.unpersist()
 
     split_counts = _counts_by_split(read_delta(spark, triples_path).groupBy("split").count())
-    split_counts |= {
-        name: n
-        for name, n in _counts_by_split(
-            read_delta(spark, map_path)
-            .groupBy("split")
-            .agg(F.countDistinct("candidate_id").alias("count"))
-        ).items()
-    }
-    held_out = read_delta(spark, held_out_path).groupBy("split")
-    split_counts |= _counts_by_split(held_out.agg(F.countDistinct("candidate_id").alias("count")))
-    pool_rows = _counts_by_split(read_delta(spark, map_path).groupBy("split").count())
-    pool_rows |= _counts_by_split(held_out.count())
+    pool_rows: dict[str, int] = {}
+    for path in (map_path, held_out_path):  # rows, and the candidates they belong to
+        for r in _rows_and_candidates(read_delta(spark, path)):
+            pool_rows[r["split"]], split_counts[r["split"]] = int(r["rows"]), int(r["candidates"])
     pool_rows |= _counts_by_split(read_delta(spark, pool_path).groupBy("split").count())
+    queried = queries.agg(
+        F.count(F.lit(1)).alias("candidates"),
+        F.count(F.when(F.size("query_terms") == 0, 1)).alias("empty"),
+    ).first()
+    assert queried is not None
     funnel = PairsFunnel(
-        candidates=queries.count(),
-        empty_query=queries.where(F.size("query_terms") == 0).count(),
+        candidates=int(queried["candidates"]),
+        empty_query=int(queried["empty"]),
         search_failed=failed,
         outcomes=outcomes,
         splits=split_counts,
@@ -466,3 +463,15 @@ def _step(spark: SparkSession, name: str) -> AbstractContextManager[None]:
 
 def _counts_by_split(frame: DataFrame) -> dict[str, int]:
     return {r["split"]: int(r["count"]) for r in frame.collect()}
+
+
+def _rows_and_candidates(table: DataFrame) -> list[Row]:
+    """Per split of a pool table: its `rows` and its distinct `candidates`, in one job."""
+    return (
+        table.groupBy("split")
+        .agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.countDistinct("candidate_id").alias("candidates"),
+        )
+        .collect()
+    )
