@@ -30,7 +30,7 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
     spark,
     es_node,
     state_root,
-    tiny_overrides,
+    tiny,
     tiny_titles,
     tmp_path,
     capsys,
@@ -40,12 +40,11 @@ def test_one_command_runs_every_stage_and_resumes_after_the_last_one(
     # same settings and reference data) and uses it again, as a rerun of `jobrec run` would:
     # training one is tests/integration/titles' part. Its own experiment and model name keep
     # its runs and versions out of the other tests' way.
-    registry = [
-        s for s in tiny_overrides if s.startswith(("mlflow.tracking_uri=", "mlflow.artifact_root="))
-    ]
+    fixtures_mlflow = tiny[0].mlflow
     settings = [
         *state_overrides(tmp_path),
-        *registry,
+        f"mlflow.tracking_uri={fixtures_mlflow.tracking_uri}",
+        f"mlflow.artifact_root={fixtures_mlflow.artifact_root}",
         "mlflow.experiment=jobrec_pipeline",
         "mlflow.model_name=jobrec_drmm_pipeline",
         f"elasticsearch.local.workdir={state_root / 'es'}",  # the session's node
