@@ -225,7 +225,7 @@ def pipeline_steps(
         train_title_normaliser,
     )
     from jobrec_core.training.promotion import promote
-    from jobrec_core.training.stage import gate_files, run_training, train_on_files
+    from jobrec_core.training.stage import run_training, train_on_files
 
     def generate() -> str:
         counts = generate_dataset(spark, config)
@@ -257,7 +257,7 @@ def pipeline_steps(
             update={"model": config.model.model_copy(update={"version": version})}
         )
         trained = run_training(spark, versioned)
-        decision = promote(versioned, str(trained.version), gate_files(spark, config))
+        decision = promote(versioned, str(trained.version), trained.inputs.gate_files())
         return f"DRMM {version}\n{trained.format()}\n{decision.format()}"
 
     def evaluate() -> str:

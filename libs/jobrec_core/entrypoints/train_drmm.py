@@ -26,7 +26,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--fresh",
         action="store_true",
-        help="ignore checkpoints of an interrupted run with the same settings",
+        help="ignore checkpoints of an interrupted run with the same settings, and train a "
+        "two-phase model's phase 1 even where a finished training already did",
     )
     return parser
 

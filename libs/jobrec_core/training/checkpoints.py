@@ -11,6 +11,7 @@ from jobrec_core.models.model_io import atomic_save
 from jobrec_scoring.network import Drmm
 
 CHECKPOINT_GLOB = "epoch-*.pt"
+LAST_LAYER = "combine."  # what phase 2 trains (`models.drmm.set_phase`)
 
 
 class Checkpoints:
@@ -57,3 +58,21 @@ class Checkpoints:
         for older in self.files()[:-1]:
             older.unlink(missing_ok=True)
         return target
+
+
+def first_phase_of(directory: Path, model: Drmm) -> dict[str, Any]:
+    """The last checkpoint of the finished single-phase training in `directory`, as two-phase
+    `model`'s finished phase 1: its weights, `model`'s own last layer (which phase 1 leaves
+    as initialised), its epochs and their early-stopping record; ready to start phase 2."""
+    state = Checkpoints(directory).latest()
+    if state is None or state["next_phase"] != 2 or state["next_epoch"] != 1:
+        raise ValueError(f"{directory} holds no finished single-phase training")
+    own = model.state_dict()
+    unknown = sorted(set(state["model"]) - set(own))
+    missing = sorted(set(own) - set(state["model"]))
+    if unknown or any(not name.startswith(LAST_LAYER) for name in missing):
+        raise ValueError(
+            f"{directory}'s network is not this one without its last layer "
+            f"(unknown {unknown}, missing {missing})"
+        )
+    return {**state, "model": {**own, **state["model"]}}

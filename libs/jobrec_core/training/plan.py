@@ -34,6 +34,9 @@ class TrainPlan:
     vectors_file: str | None = None  # the embeddings' word vectors, for embedding gating
     tracking_uri: str | None = None
     run_id: str | None = None
+    # the checkpoints of a finished training that this two-phase one's phase 1 would repeat
+    # weight for weight (`training.stage.reusable_first_phase`): started from, not repeated
+    phase1_from: str | None = None
 
 
 @dataclass
@@ -58,6 +61,7 @@ class TrainResult:
     resumed_from: str | None = None
     stop_reasons: dict[int, str] = field(default_factory=dict)
     selected: dict[int, int] = field(default_factory=dict)  # phase -> the epoch it kept
+    phase1_from: str | None = None  # the finished training phase 1 was taken from
 
     def selected_record(self) -> EpochRecord:
         """The epoch the final model's weights come from (the last phase's selected one)."""
@@ -80,4 +84,5 @@ class TrainResult:
             resumed_from=values.get("resumed_from"),
             stop_reasons={int(k): v for k, v in values.get("stop_reasons", {}).items()},
             selected={int(k): int(v) for k, v in values.get("selected", {}).items()},
+            phase1_from=values.get("phase1_from"),
         )

@@ -9,15 +9,20 @@ difference" (or "significantly worse"), with the figures. The paper's accuracy a
 measured and recorded too, as the paper's protocol; accuracy is only a sanity floor (a model
 at or below chance is never promoted, even as the first). A champion trained on other
 embeddings than the challenger is replaced by any challenger above the floor, uncompared
-(`_other_embeddings`). The decision and its numbers are tags of the model version.
+(`_other_embeddings`). The decision and its numbers are tags of the model version. A process
+keeps the scores it measured (`test_scores`): the same registry version on the same snapshot
+scores the same, so a pipeline's next gate does not score its champion again.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
+import mlflow
 import numpy as np
 import pyarrow as pa
 from mlflow.entities.model_registry import ModelVersion
@@ -39,9 +44,9 @@ class GateFiles:
     """The current snapshot's test files: triples and MAP sets (the paper's protocol) and the
     held-out sets (what the gate decides on)."""
 
-    triples: list[str]
-    map_sets: list[str]
-    held_out: list[str]
+    triples: tuple[str, ...]
+    map_sets: tuple[str, ...]
+    held_out: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -150,17 +155,17 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
     client.set_registered_model_alias(name, settings.challenger_alias, version)
 
     def scores_of(model_version: str) -> Scores:
-        model = model_of(f"models:/{name}/{model_version}")
+        registered = client.get_model_version(name, model_version)
+        scored = ScoredVersion(
+            mlflow.get_registry_uri(),
+            name,
+            model_version,
+            registered.run_id,
+            registered.creation_timestamp,
+        )
         return Scores(
             model_version,
-            evaluate(
-                model,
-                files.triples,
-                files.map_sets,
-                files.held_out,
-                config.training.eval_batch_size,
-                config.evaluation.k,
-            ),
+            test_scores(scored, files, config.training.eval_batch_size, config.evaluation.k),
         )
 
     run_status = client.get_run(candidate.run_id).info.status if candidate.run_id else None
@@ -193,6 +198,33 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
     return decision
 
 
+@dataclass(frozen=True)
+class ScoredVersion:
+    """A registry version, as what fixes its scores: versions are immutable, and the run and
+    the creation time tell a recreated model's version 1 from a deleted one's."""
+
+    registry_uri: str
+    name: str
+    version: str
+    run_id: str | None
+    created: int | None
+
+
+@lru_cache(maxsize=8)
+def test_scores(scored: ScoredVersion, files: GateFiles, batch_size: int, k: int) -> SplitScores:
+    """A registry version's scores on a snapshot's test files. Both are immutable, so they
+    are kept: a pipeline that trains several models gates each against the one it has just
+    gated (the champion), and scores that champion once, not once per gate."""
+    return evaluate(
+        model_of(f"models:/{scored.name}/{scored.version}"),
+        list(files.triples),
+        list(files.map_sets),
+        list(files.held_out),
+        batch_size,
+        k,
+    )
+
+
 def _other_embeddings(
     client: MlflowClient, champion: ModelVersion, challenger: ModelVersion
 ) -> str | None:
@@ -207,7 +239,7 @@ def _other_embeddings(
     return f"the champion v{champion.version} was trained on embeddings {old}, this one on {new}"
 
 
-def bm25_reciprocal_ranks(held_out_files: list[str]) -> np.ndarray:
+def bm25_reciprocal_ranks(held_out_files: Sequence[str]) -> np.ndarray:
     """1 / BM25's rank of each held-out job (`bm25_rank` among the pool), in candidate-id
     order: what the models' figures compare with."""
     import pyarrow.parquet as pq

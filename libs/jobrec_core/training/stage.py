@@ -37,7 +37,7 @@ from jobrec_core.models.registry import model_entry
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
-from jobrec_core.platform.tables import delta_version, read_delta, snapshot_files
+from jobrec_core.platform.tables import delta_version, read_delta, split_snapshot_files
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.promotion import GateFiles
 from jobrec_core.training.scoring import tune_bm25_alpha
@@ -64,6 +64,14 @@ class TrainingInputs:
     def file_counts(self) -> dict[str, int]:
         return {split: len(files) for split, files in self.files.items()}
 
+    def gate_files(self) -> GateFiles:
+        """The test splits the promotion gate scores models on."""
+        return GateFiles(
+            tuple(self.files["test"]),
+            tuple(self.files["map_test"]),
+            tuple(self.files["held_out_test"]),
+        )
+
 
 @dataclass(frozen=True)
 class TrainingOutcome:
@@ -72,6 +80,7 @@ class TrainingOutcome:
     version: str | None
     result: TrainResult
     checkpoint_dir: str
+    inputs: TrainingInputs  # what it was trained on: its gate scores the same snapshot
 
     def format(self) -> str:
         lines = [
@@ -85,6 +94,11 @@ class TrainingOutcome:
         ]
         for phase, reason in sorted(self.result.stop_reasons.items()):
             lines.append(f"phase {phase} stopped: {reason}")
+        if self.result.phase1_from:
+            lines.append(
+                f"phase 1 taken from {self.result.phase1_from}: the same network without its "
+                "last layer, data, settings and seed"
+            )
         if self.result.resumed_from:
             lines.append(f"resumed from {self.result.resumed_from}")
         lines.append(
@@ -108,13 +122,10 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
     triples, map_sets = str(pairs["triples"]), str(pairs["map_sets"])
     held_out, pool_triples = str(pairs["held_out"]), str(pairs["pool_triples"])
     files = (
-        {split: snapshot_files(spark, triples, split) for split in ("train", "dev", "test")}
-        | {split: snapshot_files(spark, map_sets, split) for split in ("map_dev", "map_test")}
-        | {
-            split: snapshot_files(spark, held_out, split)
-            for split in ("held_out_dev", "held_out_test")
-        }
-        | {"pool": snapshot_files(spark, pool_triples, "pool_train")}
+        split_snapshot_files(spark, triples, ("train", "dev", "test"))
+        | split_snapshot_files(spark, map_sets, ("map_dev", "map_test"))
+        | split_snapshot_files(spark, held_out, ("held_out_dev", "held_out_test"))
+        | {"pool": split_snapshot_files(spark, pool_triples, ("pool_train",))["pool_train"]}
     )
     if not files["train"]:
         raise RuntimeError(
@@ -171,6 +182,24 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
         sort_keys=True,
     )
     return hashlib.sha256(material.encode("utf-8")).hexdigest()[:12]
+
+
+def reusable_first_phase(
+    config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs
+) -> str | None:
+    """The checkpoints of a finished training that a two-phase model's phase 1 would repeat
+    weight for weight, if there are any: the same network without its last layer (the seed's
+    v3 and v4 against v1), on the same data, with the same settings and seed. Phase 1 freezes
+    that layer at "document score only", whose weights are set, not drawn (`jobrec_scoring.
+    network.Drmm`), and every random draw of an epoch is seeded by the epoch, so the two runs
+    see the same batches and compute the same scores and gradients."""
+    if not spec.two_phase or spec.extras_keep != 1.0:  # extras dropped out in phase 1
+        return None
+    single = replace(spec, extras=(), two_phase=False, phase2_keep={})
+    key = training_key(config, single, inputs)
+    folder = Path(local_path(config.path(f"{config.data.preset}/models/checkpoints")))
+    finished = [d for d in sorted(folder.glob(f"drmm-*-{key}")) if (d / COMPLETE_FILE).exists()]
+    return str(finished[0]) if finished else None
 
 
 def make_plan(
@@ -407,8 +436,12 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
             mlflow.log_dict(manifest.read_manifest(config), "manifest.json")
         # Again when resumed: a retry in another job run tags that run.
         log_stage_inputs(spark, config, inputs.tables)
-        plan = make_plan(config, spec, inputs, str(checkpoint_dir))
-        plan = replace(plan, tracking_uri=mlflow.get_tracking_uri(), run_id=run.info.run_id)
+        plan = replace(
+            make_plan(config, spec, inputs, str(checkpoint_dir)),
+            tracking_uri=mlflow.get_tracking_uri(),
+            run_id=run.info.run_id,
+            phase1_from=None if fresh else reusable_first_phase(config, spec, inputs),
+        )
         result = launch(spark, config, plan)
         mlflow.log_figure(learning_curve(result.history), "learning_curve.png")
         mlflow.log_dict(result.to_dict(), "training_result.json")
@@ -430,7 +463,7 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
     manifest.record(config, "model", entry)
     manifest.record(config, model_entry(config.model.version), entry)
     return TrainingOutcome(
-        run.info.run_id, config.mlflow.model_name, version, result, str(checkpoint_dir)
+        run.info.run_id, config.mlflow.model_name, version, result, str(checkpoint_dir), inputs
     )
 
 
@@ -462,5 +495,4 @@ def _flat(prefix: str, values: dict[str, Any]) -> dict[str, Any]:
 
 def gate_files(spark: SparkSession, config: JobrecConfig) -> GateFiles:
     """The test splits the promotion gate scores models on."""
-    files = training_inputs(spark, config).files
-    return GateFiles(files["test"], files["map_test"], files["held_out_test"])
+    return training_inputs(spark, config).gate_files()

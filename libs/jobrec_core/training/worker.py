@@ -44,7 +44,7 @@ from jobrec_core.training.batches import (
     release_kept,
     training_batches,
 )
-from jobrec_core.training.checkpoints import Checkpoints
+from jobrec_core.training.checkpoints import Checkpoints, first_phase_of
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.scoring import evaluate
 from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
@@ -127,6 +127,9 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
         model.query_vectors = query_vectors_of(plan.vectors_file)
     checkpoints = Checkpoints(Path(plan.checkpoint_dir))
     state = checkpoints.latest()
+    phase1_from = None
+    if state is None and plan.phase1_from is not None:
+        state, phase1_from = first_phase_of(Path(plan.phase1_from), model), plan.phase1_from
     progress = _Progress()
     start_phase, start_epoch, optimizer_state = 1, 1, None
     resumed_from = None
@@ -135,10 +138,19 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
         progress = _Progress.restored(state)
         start_phase, start_epoch = state["next_phase"], state["next_epoch"]
         optimizer_state = state["optimizer"] if start_epoch > 1 else None
-        resumed_from = state["file"]
+        resumed_from = None if phase1_from else state["file"]
         if process.leader:
-            log.info("resuming from %s: phase %d, epoch %d", resumed_from, start_phase, start_epoch)
+            log.info(
+                "%s %s: phase %d, epoch %d",
+                "phase 1 taken from" if phase1_from else "resuming from",
+                state["file"],
+                start_phase,
+                start_epoch,
+            )
     tracker = _Tracker(plan) if process.leader else None
+    if tracker is not None and phase1_from is not None:
+        for step, record in enumerate(progress.history, start=1):
+            tracker.log_epoch(record, step)
     for phase in phases(spec):
         if phase < start_phase:
             continue
@@ -171,6 +183,7 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
         resumed_from,
         progress.stop_reasons,
         progress.selected,
+        phase1_from,
     )
 
 

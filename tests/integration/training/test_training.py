@@ -240,6 +240,40 @@ def test_a_killed_torchrun_resumes_from_its_checkpoint(spark, tiny, tiny_pairs, 
         torch.testing.assert_close(resumed_model[name], tensor)
 
 
+def test_a_two_phase_model_takes_phase_1_from_the_finished_run_it_would_repeat(
+    spark, tiny, tiny_pairs
+):
+    """The seed's v3 is v1 plus a last layer that phase 1 leaves frozen: after v1 has been
+    trained on the same data with the same settings, v3 starts at phase 2 from v1's
+    checkpoints, and ends with the very weights and epochs that training phase 1 again gives."""
+    base = with_training(tiny[0], launcher="single", max_epochs=2, early_stop_patience=10)
+    base = base.model_copy(
+        update={"mlflow": base.mlflow.model_copy(update={"model_name": "jobrec_drmm_phase1"})}
+    )
+
+    def version(name: str) -> JobrecConfig:
+        return base.model_copy(update={"model": base.model.model_copy(update={"version": name})})
+
+    def epochs(outcome) -> list[tuple]:
+        return [(r.phase, r.epoch, r.train_loss, r.dev_mrr) for r in outcome.result.history]
+
+    single = run_training(spark, version("v1"), fresh=True)
+    reused = run_training(spark, version("v3"))
+    reused_weights = load_model(reused.result.model_file).state_dict()
+    again = run_training(spark, version("v3"), fresh=True)  # --fresh: phase 1 trained again
+    assert reused.result.phase1_from == single.checkpoint_dir
+    assert "phase 1 taken from" in reused.format() and reused.result.resumed_from is None
+    assert again.result.phase1_from is None
+    assert epochs(reused)[:2] == epochs(single) == epochs(again)[:2]
+    assert epochs(reused) == epochs(again) and {r.phase for r in again.result.history} == {1, 2}
+    again_weights = load_model(again.result.model_file).state_dict()
+    assert set(reused_weights) == set(again_weights)
+    for name, tensor in again_weights.items():
+        assert torch.equal(reused_weights[name], tensor), name
+    logged = MlflowClient().get_metric_history(reused.run_id, "dev_held_out_mrr")
+    assert [m.step for m in logged] == [1, 2, 3, 4]  # phase 1's epochs logged to its run too
+
+
 def register(
     config: JobrecConfig, model, spark, status: str = "FINISHED", embeddings: str | None = None
 ) -> str:
