@@ -11,7 +11,6 @@ from jobrec_core.models.model_io import atomic_save
 from jobrec_scoring.network import Drmm
 
 CHECKPOINT_GLOB = "epoch-*.pt"
-LAST_LAYER = "combine."  # what phase 2 trains (`models.drmm.set_phase`)
 
 
 class Checkpoints:
@@ -68,9 +67,10 @@ def first_phase_of(directory: Path, model: Drmm) -> dict[str, Any]:
     if state is None or state["next_phase"] != 2 or state["next_epoch"] != 1:
         raise ValueError(f"{directory} holds no finished single-phase training")
     own = model.state_dict()
+    last = model.combine.state_dict() if model.combine is not None else {}  # phase 2's layer
     unknown = sorted(set(state["model"]) - set(own))
     missing = sorted(set(own) - set(state["model"]))
-    if unknown or any(not name.startswith(LAST_LAYER) for name in missing):
+    if unknown or set(missing) != {f"combine.{name}" for name in last}:
         raise ValueError(
             f"{directory}'s network is not this one without its last layer "
             f"(unknown {unknown}, missing {missing})"

@@ -154,22 +154,22 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
     candidate = client.get_model_version(name, version)
     client.set_registered_model_alias(name, settings.challenger_alias, version)
 
-    def scores_of(model_version: str) -> Scores:
-        registered = client.get_model_version(name, model_version)
+    def scores_of(registered: ModelVersion) -> Scores:
+        number = str(registered.version)
         scored = ScoredVersion(
             mlflow.get_registry_uri(),
             name,
-            model_version,
+            number,
             registered.run_id,
             registered.creation_timestamp,
         )
         return Scores(
-            model_version,
+            number,
             test_scores(scored, files, config.training.eval_batch_size, config.evaluation.k),
         )
 
     run_status = client.get_run(candidate.run_id).info.status if candidate.run_id else None
-    challenger = scores_of(version)
+    challenger = scores_of(candidate)
     champion = None
     replaced = None  # why a champion trained on other embeddings is not compared with
     try:
@@ -179,7 +179,7 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         log.info("%s has no %s yet", name, settings.champion_alias)
     if current is not None:
         replaced = _other_embeddings(client, current, candidate)
-        champion = None if replaced else scores_of(str(current.version))
+        champion = None if replaced else scores_of(current)
     if run_status != "FINISHED":
         verdict = Verdict(False, f"its training run is {run_status}, not FINISHED")
     else:
