@@ -99,10 +99,15 @@ def _subtree(process: psutil.Process) -> set[int]:
     return {process.pid, *(child.pid for child in process.children(recursive=True))}
 
 
+# The modules Spark's Python workers run as: Spark's own, and the daemon the local
+# configuration names (`spark.python.daemon.module`: `jobrec_core/worker_daemon.py`).
+WORKER_MODULES = ("pyspark.daemon", "pyspark.worker", "jobrec_core.worker_daemon")
+
+
 def _is_python_worker(process: psutil.Process) -> bool:
     """Whether `process` is one of Spark's Python workers (or their daemon, which forks them)."""
     command = " ".join(process.cmdline())
-    return "pyspark.daemon" in command or "pyspark.worker" in command
+    return any(module in command for module in WORKER_MODULES)
 
 
 DRIVER = "driver"

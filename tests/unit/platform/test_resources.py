@@ -7,16 +7,24 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from jobrec_core.platform.resources import DRIVER, OTHER, CpuTime
+from jobrec_core.platform.resources import DRIVER, OTHER, PYTHON_WORKERS, CpuTime
 
 # A fixed amount of work: its CPU time is whatever it costs here, never zero.
 SPIN = "sum(i * i for i in range(3_000_000))"
+# Wait for a line on stdin, spin, say so and wait to be killed: the work falls inside the
+# block, and the process is alive for its last reading.
+SPIN_THEN_WAIT = (
+    f"import sys; sys.stdin.readline(); {SPIN}; print('done', flush=True); sys.stdin.readline()"
+)
 
 
 @contextmanager
-def child(code: str) -> Iterator[subprocess.Popen[str]]:
+def child(code: str, *arguments: str) -> Iterator[subprocess.Popen[str]]:
     process = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stdin=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, *arguments],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        text=True,
     )
     try:
         yield process
@@ -43,14 +51,9 @@ def test_this_process_counts_as_the_driver():
 
 
 def test_a_named_service_counts_under_its_name_and_a_child_as_other():
-    # Both wait for a line on stdin, spin, say so and wait to be killed: the work falls
-    # inside the block, and both are alive for its last reading.
-    spin_then_wait = (
-        f"import sys; sys.stdin.readline(); {SPIN}; print('done', flush=True); sys.stdin.readline()"
-    )
     with (
-        child(spin_then_wait) as service,
-        child(spin_then_wait) as helper,
+        child(SPIN_THEN_WAIT) as service,
+        child(SPIN_THEN_WAIT) as helper,
         CpuTime(services={"search node": service.pid}) as cpu,
     ):
         tell(service)
@@ -58,6 +61,14 @@ def test_a_named_service_counts_under_its_name_and_a_child_as_other():
         assert done(service) and done(helper)
     assert cpu.seconds["search node"] > 0
     assert cpu.seconds[OTHER] > 0
+
+
+def test_a_worker_of_the_projects_spark_daemon_counts_as_a_python_worker():
+    # Its command line names the daemon module, as `python -m jobrec_core.worker_daemon` does.
+    with child(SPIN_THEN_WAIT, "jobrec_core.worker_daemon") as worker, CpuTime() as cpu:
+        tell(worker)
+        assert done(worker)
+    assert cpu.seconds[PYTHON_WORKERS] > 0
 
 
 def test_what_a_process_spent_before_the_block_is_not_counted():
