@@ -99,15 +99,16 @@ def _subtree(process: psutil.Process) -> set[int]:
     return {process.pid, *(child.pid for child in process.children(recursive=True))}
 
 
-# The modules Spark's Python workers run as: Spark's own, and the daemon the local
-# configuration names (`spark.python.daemon.module`: `jobrec_core/worker_daemon.py`).
-WORKER_MODULES = ("pyspark.daemon", "pyspark.worker", "jobrec_core.worker_daemon")
+# The modules Spark's Python workers run as (`python -m <module>`): Spark's own, and the
+# daemon the local configuration names (`spark.python.daemon.module`,
+# `jobrec_core/worker_daemon.py`). A whole argument, not a substring: the JVM's own command
+# line carries `spark.python.daemon.module=jobrec_core.worker_daemon`.
+WORKER_MODULES = frozenset({"pyspark.daemon", "pyspark.worker", "jobrec_core.worker_daemon"})
 
 
 def _is_python_worker(process: psutil.Process) -> bool:
     """Whether `process` is one of Spark's Python workers (or their daemon, which forks them)."""
-    command = " ".join(process.cmdline())
-    return any(module in command for module in WORKER_MODULES)
+    return any(argument in WORKER_MODULES for argument in process.cmdline())
 
 
 DRIVER = "driver"

@@ -64,11 +64,18 @@ def test_a_named_service_counts_under_its_name_and_a_child_as_other():
 
 
 def test_a_worker_of_the_projects_spark_daemon_counts_as_a_python_worker():
-    # Its command line names the daemon module, as `python -m jobrec_core.worker_daemon` does.
-    with child(SPIN_THEN_WAIT, "jobrec_core.worker_daemon") as worker, CpuTime() as cpu:
+    # One argument is the daemon module, as in `python -m jobrec_core.worker_daemon`; the
+    # other process only carries the setting that names it, as Spark's JVM does.
+    with (
+        child(SPIN_THEN_WAIT, "jobrec_core.worker_daemon") as worker,
+        child(SPIN_THEN_WAIT, "spark.python.daemon.module=jobrec_core.worker_daemon") as jvm,
+        CpuTime() as cpu,
+    ):
         tell(worker)
-        assert done(worker)
+        tell(jvm)
+        assert done(worker) and done(jvm)
     assert cpu.seconds[PYTHON_WORKERS] > 0
+    assert cpu.seconds[OTHER] > 0
 
 
 def test_what_a_process_spent_before_the_block_is_not_counted():
