@@ -11,19 +11,18 @@ core (docs/BENCHMARKS.md, "Spark's Python workers, started warm").
 This module is `spark.python.daemon.module` (conf/local.yaml): it imports them once, freezes
 what they built out of the garbage collector's scans (`platform.heap`, which also keeps
 forked pages shared), then runs Spark's own daemon, so every worker it forks starts with them
-in place. Imports are all it adds: what a task computes is unchanged. Nothing in it starts a
-thread, so forking stays safe (the BLAS libraries run one thread each,
-`spark.executorEnv.OPENBLAS_NUM_THREADS`; torch starts its pool on first use).
+in place. Imports are all it adds: what a task computes is unchanged. The one thread they
+start is pyarrow's jemalloc background thread, which jemalloc's own fork handlers leave out
+of the child; the BLAS libraries run one thread each (`spark.executorEnv.
+OPENBLAS_NUM_THREADS`) and torch starts its pool on first use, so forking stays safe.
 """
 
 from __future__ import annotations
 
-# Imported for the workers the daemon forks, not used here.
-import pyarrow  # noqa: F401
-import torch  # noqa: F401
-
-import jobrec_core.ranking.pipeline  # scorers, features, histograms
-import jobrec_core.text.wmd  # noqa: F401  (the cleaning's WMD filter: POT)
+# Imported for the workers the daemon forks, not used here: the ranking pipeline brings
+# torch, pandas, pyarrow and the scoring code; the WMD filter brings POT.
+import jobrec_core.ranking.pipeline
+import jobrec_core.text.wmd  # noqa: F401
 from jobrec_core.platform.heap import freeze_long_lived
 
 if __name__ == "__main__":
