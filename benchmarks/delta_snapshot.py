@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         spark.conf.set(SETTING, configured)
 
     print(f"\nDelta on {config.spark.master}, {args.rows:,} rows, median of {args.rounds} rounds")
-    header = ["setting", f"{SETTING.rsplit('.', 1)[-1]}", *OPERATIONS, "round", "jobs"]
+    header = ["setting", SETTING.rsplit(".", 1)[-1], *OPERATIONS, "round", "jobs"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for label, value in settings.items():
