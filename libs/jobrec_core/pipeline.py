@@ -144,7 +144,12 @@ RUNTIME_SETTINGS = (
     "training.prefetch_batches",
     "titles.log_every",
 )
-RUNTIME_SPARK_CONF = ("spark.driver.memory", "spark.executor.memory", "spark.driver.maxResultSize")
+RUNTIME_SPARK_CONF = (
+    "spark.driver.memory",
+    "spark.executor.memory",
+    "spark.driver.maxResultSize",
+    "spark.driver.extraJavaOptions",  # the collector, the JVM's flags: the same results
+)
 
 
 def fingerprint(config: JobrecConfig) -> str:

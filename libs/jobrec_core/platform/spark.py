@@ -26,6 +26,7 @@ from jobrec_core.platform.heap import freeze_long_lived
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # Spark redacts matching keys in the UI, event logs and plan strings. The default pattern misses
 # the connector's `es.net.http.auth.pass` and its API key header (`...header.Authorization`).
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|auth[.]pass|api[._-]?key|authorization"
@@ -91,17 +92,25 @@ def _local_session(config: JobrecConfig) -> SparkSession:
         .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
         .config("spark.redaction.regex", REDACTION_REGEX)
         .config("spark.sql.warehouse.dir", config.path("warehouse"))
-        .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={config.path('derby')}")
+        .config("spark.driver.extraJavaOptions", _driver_java_options(config))
     )
     jars = spark_jars(config.spark.jars_dir)
     if jars:
         builder = builder.config("spark.jars", ",".join(jars))
     for key, value in config.spark.conf.items():
-        builder = builder.config(key, value)
+        if key != DRIVER_JAVA_OPTIONS:  # in _driver_java_options
+            builder = builder.config(key, value)
     session = builder.getOrCreate()
     # spark-submit's default is INFO, the shell's WARN: one level, whichever started it.
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def _driver_java_options(config: JobrecConfig) -> str:
+    """The configured driver JVM options (`spark.conf`), with Derby's folder under the storage
+    root (the metastore Spark creates on first use, instead of the working directory)."""
+    configured = config.spark.conf.get(DRIVER_JAVA_OPTIONS, "")
+    return f"{configured} -Dderby.system.home={config.path('derby')}".strip()
 
 
 def install_spark_defaults(config: JobrecConfig) -> Path:
@@ -116,7 +125,12 @@ def install_spark_defaults(config: JobrecConfig) -> Path:
     from pyspark.find_spark_home import _find_spark_home
 
     settings = {"spark.jars": ",".join(spark_jars(config.spark.jars_dir))}
-    for key in ("spark.driver.memory", "spark.driver.host", "spark.driver.bindAddress"):
+    for key in (
+        "spark.driver.memory",
+        "spark.driver.host",
+        "spark.driver.bindAddress",
+        DRIVER_JAVA_OPTIONS,
+    ):
         if key in config.spark.conf:
             settings[key] = config.spark.conf[key]
     if config.spark.master is not None:

@@ -113,7 +113,10 @@ def test_how_it_runs_keeps_the_fingerprint_what_it_computes_changes_it(tmp_path)
             None,
         )
     )
-    memory = base.spark.conf | {"spark.driver.memory": "12g"}
+    memory = base.spark.conf | {
+        "spark.driver.memory": "12g",
+        "spark.driver.extraJavaOptions": "-XX:+UseG1GC",
+    }
     more_memory = base.model_copy(update={"spark": base.spark.model_copy(update={"conf": memory})})
     assert fingerprint(base) == fingerprint(more_memory)
     # where outputs live is part of it: a model registered elsewhere must be trained again
