@@ -51,7 +51,7 @@ def run_step(step: str, options: str) -> None:
 
 
 def measured(step: str, options: str) -> dict[str, float]:
-    child = [sys.executable, __file__, "--step", step, "--child-options", options]
+    child = [sys.executable, __file__, "--step", step, f"--child-options={options}"]
     finished = subprocess.run(child, capture_output=True, text=True, check=False)
     lines = [line for line in finished.stdout.splitlines() if line.startswith(RESULT)]
     if finished.returncode != 0 or not lines:
