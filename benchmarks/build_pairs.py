@@ -5,8 +5,9 @@
 Runs `jobs/build_pairs.py` as data engineers do (its own process, local[2]), with the
 Elasticsearch node started here, then reads the step timings from its log and the table
 sizes from the manifest. Rates: candidates/s over the whole job, queries/s over the
-retrieval step (two queries per candidate), histograms/s over the two feature steps (one
-histogram matrix per query-document pair). Peak memory is sampled every 0.5 s for the whole
+retrieval step (two queries per candidate), histograms/s over the feature steps (one
+histogram matrix per query-document pair: the triples, MAP sets, held-out sets and pool
+pairs). Peak memory is sampled every 0.5 s for the whole
 process tree and for Spark's Python workers alone (where the features are computed).
 The baseline it names is the per-pair histogram rate of `benchmarks/histograms.py`.
 """
@@ -60,11 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     )  # candidates searched (pairs.candidates_limit may sample them)
     triples = sum(entry["splits"].get(s, 0) for s in ("train", "dev", "test"))
-    map_rows = sum(entry["map_rows"].values())
+    # rows per split of the MAP sets, the held-out sets (one document each) and the pool pairs
+    # (two documents each)
+    pool_rows = dict(entry["pool_rows"])
+    pool_pairs = pool_rows.pop("pool_train", 0)
     retrieval = next(v for k, v in steps.items() if k.startswith("retrieval"))
-    features = sum(v for k, v in steps.items() if "features" in k)
+    features = sum(v for k, v in steps.items() if "features" in k or "pools" in k)
     print(funnel.strip())
-    histograms = 2 * triples + map_rows
+    histograms = 2 * (triples + pool_pairs) + sum(pool_rows.values())
     rows = [
         ("wall", f"{measured.seconds:.1f} s", f"{candidates / measured.seconds:,.0f} candidates/s"),
         *[(name, f"{seconds:.1f} s", "") for name, seconds in steps.items()],

@@ -92,7 +92,7 @@ def _local_session(config: JobrecConfig) -> SparkSession:
         .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
         .config("spark.redaction.regex", REDACTION_REGEX)
         .config("spark.sql.warehouse.dir", config.path("warehouse"))
-        .config("spark.driver.extraJavaOptions", _driver_java_options(config))
+        .config(DRIVER_JAVA_OPTIONS, _driver_java_options(config))
     )
     jars = spark_jars(config.spark.jars_dir)
     if jars:
