@@ -7,8 +7,8 @@ Elasticsearch node started here, then reads the step timings from its log and th
 sizes from the manifest. Rates: candidates/s over the whole job, queries/s over the
 retrieval step (two queries per candidate), histograms/s over the feature steps (one
 histogram matrix per query-document pair: the triples, MAP sets, held-out sets and pool
-pairs). Peak memory is sampled every 0.5 s for the whole
-process tree and for Spark's Python workers alone (where the features are computed).
+pairs). Peak memory is sampled every 0.5 s for the whole process tree and for Spark's Python
+workers alone (where the features are computed).
 The baseline it names is the per-pair histogram rate of `benchmarks/histograms.py`.
 """
 

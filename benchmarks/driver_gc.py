@@ -22,10 +22,10 @@ import sys
 from pathlib import Path
 
 from jobrec_core.config import load_config
+from jobrec_core.platform.spark import DRIVER_JAVA_OPTIONS as OPTIONS
 from jobrec_core.search.local_node import SERVICE_NAME, LocalElasticsearch
 
 REPO = Path(__file__).resolve().parents[1]
-OPTIONS = "spark.driver.extraJavaOptions"
 BASELINE = "-XX:+UseG1GC"
 RESULT = "driver_gc result: "
 
