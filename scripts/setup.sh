@@ -39,7 +39,7 @@ else
   .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
   # As with pip, a file this Python cannot compile (torch ships a 3.12-only test helper) is
   # skipped: it would fail only if imported. The packages' own test folders (4,000 of the
-  # 17,000 files, never imported by jobrec) are left out: 42 s instead of 57 on 2 cores.
+  # 17,000 files, never imported by jobrec) are left out: 42-49 s instead of 57 on 2 cores.
   .venv/bin/python -c 'import compileall, re, sysconfig; compileall.compile_dir(sysconfig.get_paths()["purelib"], quiet=2, workers=0, rx=re.compile(r"[/\\]tests?[/\\]"))'
   echo "$python_fp" > "$STAMPS/python"
 fi
