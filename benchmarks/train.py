@@ -201,7 +201,7 @@ def pass_parts(args: argparse.Namespace) -> int:
         started = time.perf_counter()
         stream = TripleStream(settings, spec)
         if to_device:  # as the training does
-            rows = sum(size for size, _ in training_batches(stream, workers, device))
+            rows = sum(size for size, _, _ in training_batches(stream, workers, device))
         else:
             rows = sum(len(batch) for batch in loader(stream, workers))
         synchronise()
@@ -227,8 +227,8 @@ def pass_parts(args: argparse.Namespace) -> int:
     for _round in range(2):  # the first round warms up (kernels, allocator)
         synchronise()
         started, rows = time.perf_counter(), 0
-        for size, both in batches:
-            train_step(model, optimizer, size, both, train_plan)
+        for size, both, lists in batches:
+            train_step(model, optimizer, size, both, train_plan, lists)
             rows += size
         synchronise()
         seconds = time.perf_counter() - started

@@ -322,6 +322,10 @@ class ModelVersionConfig(_Section):
     # Mix the trained model with BM25 in its rankings, the weight chosen on dev
     # (`ranking.interpolation`); off, the model ranks alone.
     bm25_mix: bool = False
+    # The loss: the paper's pairwise hinge, or a softmax over each training list, which
+    # spends its gradient on the negatives the model ranks highest (`examples: pool` only:
+    # its pairs come in lists; docs/TRAINING.md, "The listwise loss").
+    loss: Literal["hinge", "listwise"] = "hinge"
     # The term gate also reads each query term's share of the candidate's jobs.
     gate_share: bool = False
     # Each query term's histogram is split in two, matches in `histograms.lead_fields` and
@@ -332,6 +336,8 @@ class ModelVersionConfig(_Section):
     def _fields_need_drmm(self) -> ModelVersionConfig:
         if self.field_histograms and self.architecture != "drmm":
             raise ValueError("field_histograms needs architecture drmm")
+        if self.loss == "listwise" and self.examples != "pool":
+            raise ValueError("loss listwise needs examples: pool (lists of pool pairs)")
         return self
 
 

@@ -30,12 +30,16 @@ Variant = Literal["ch", "nh", "lch"]
 class TripleBatch:
     positive: DrmmInputs
     negative: DrmmInputs
+    # each triple's training list within the batch (0, 1, ...), for a listwise loss; None
+    # when triples are read one by one
+    lists: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.positive.hist.shape[0])
 
     def pin_memory(self) -> TripleBatch:
-        return TripleBatch(self.positive.pin_memory(), self.negative.pin_memory())
+        lists = None if self.lists is None else self.lists.pin_memory()
+        return TripleBatch(self.positive.pin_memory(), self.negative.pin_memory(), lists)
 
 
 @dataclass

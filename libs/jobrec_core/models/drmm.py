@@ -61,3 +61,42 @@ def phases(spec: DrmmSpec) -> tuple[int, ...]:
 def hinge_loss(positive: torch.Tensor, negative: torch.Tensor, margin: float) -> torch.Tensor:
     """Pairwise hinge loss `max(0, margin - s(q, d+) + s(q, d-))`, averaged (paper §5.1)."""
     return torch.clamp(margin - positive + negative, min=0.0).mean()
+
+
+def listwise_loss(
+    positive: torch.Tensor, negative: torch.Tensor, lists: torch.Tensor
+) -> torch.Tensor:
+    """Softmax cross-entropy of each training list, averaged over the lists: `-log(exp(s(q,
+    d+)) / (exp(s(q, d+)) + sum_j exp(s(q, d-_j))))`. `lists[i]` is triple i's list (0, 1,
+    ... in the batch); the triples of a list share its positive. Unlike a pair's loss, a
+    list's spends its gradient on the negatives the model ranks highest, where a top 10 is
+    decided."""
+    count = int(lists.max()) + 1
+    ones = torch.ones_like(positive)
+    per_list = torch.zeros(count, dtype=positive.dtype, device=positive.device)
+    sizes = per_list.index_add(0, lists, ones)
+    best = per_list.index_add(0, lists, positive) / sizes  # the one positive of each list
+    top = torch.full_like(per_list, float("-inf")).scatter_reduce(
+        0, lists, negative.detach(), reduce="amax"
+    )
+    top = torch.maximum(top, best.detach())  # for a stable log-sum-exp
+    total = torch.exp(best - top) + per_list.index_add(0, lists, torch.exp(negative - top[lists]))
+    return (top + torch.log(total) - best).mean()
+
+
+def training_loss(
+    kind: str,
+    positive: torch.Tensor,
+    negative: torch.Tensor,
+    margin: float,
+    lists: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """The training loss a model version names (`model.versions.*.loss`); `listwise` needs
+    each triple's list (`lists`)."""
+    if kind == "hinge":
+        return hinge_loss(positive, negative, margin)
+    if kind == "listwise":
+        if lists is None:
+            raise ValueError("the listwise loss needs the triples' lists")
+        return listwise_loss(positive, negative, lists)
+    raise ValueError(f"unknown loss {kind!r}")

@@ -21,6 +21,7 @@ import queue
 import threading
 from collections.abc import Generator, Iterable, Iterator
 from dataclasses import dataclass, fields, is_dataclass, replace
+from itertools import pairwise
 from typing import Any, TypeVar
 
 import numpy as np
@@ -64,6 +65,13 @@ class ReaderSettings:
     # Evaluation sets are read unchanged every epoch: keep them decoded in this process's
     # memory (within KEEP_LIMIT_BYTES) instead of reading and decoding them again.
     keep_in_memory: bool = False
+    # Rows that share `LIST_KEY` are one training list (a pool's held-out job against its
+    # drawn jobs): shuffled, sharded and batched whole, for a listwise loss.
+    lists: bool = False
+
+
+# A pool pair's list: its candidate and the job held out (`gold/pairs/pool_triples`).
+LIST_KEY = ("candidate_id", "pos_job_id")
 
 
 # --- columns ----------------------------------------------------------------------------------
@@ -127,12 +135,38 @@ def stream_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Col
     try:
         for group in reader:
             values = {c: np.asarray(getattr(group, c)) for c in columns}
-            yield _take(values, slice(settings.shard, None, settings.shards)) if by_row else values
+            yield _take(values, row_share(values, settings)) if by_row else values
     finally:
         # Not `with reader`: its exit prints "Cache cleanup complete." to stdout, where jobs
         # print their results. There is no cache to clean (cache_type "null").
         reader.stop()
         reader.join()
+
+
+def row_share(columns: Columns, settings: ReaderSettings) -> slice | np.ndarray:
+    """This shard's rows of a row group every shard reads: every `shards`-th row, or with
+    `lists` every row of every `shards`-th list (by its key), so that no list is split."""
+    if not settings.lists:
+        return slice(settings.shard, None, settings.shards)
+    return np.flatnonzero(_list_hash(columns) % settings.shards == settings.shard)
+
+
+def _list_hash(columns: Columns) -> np.ndarray:
+    """A non-negative integer per row, the same for the rows of one list on every machine
+    (splitmix64's finaliser over the key)."""
+    candidate, job = (columns[c].astype(np.uint64) for c in LIST_KEY)
+    with np.errstate(over="ignore"):  # uint64 products wrap around, as intended
+        mixed = candidate * np.uint64(0x9E3779B97F4A7C15) + job
+        for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            mixed = (mixed ^ (mixed >> np.uint64(shift))) * np.uint64(factor)
+        mixed ^= mixed >> np.uint64(31)
+    return mixed >> np.uint64(1)
+
+
+def list_index(columns: Columns) -> np.ndarray:
+    """Each row's list within a batch of whole lists (rows of a list adjacent): 0, 1, ..."""
+    key = _list_hash(columns)
+    return np.concatenate([[0], np.cumsum(key[1:] != key[:-1])]).astype(np.int64)
 
 
 # What a process keeps of evaluation sets, decoded, in all. The demo's dev sets take about
@@ -209,7 +243,9 @@ def _once(address: int, size: int, seen: set[int]) -> int:
 
 def rebatch(groups: Iterable[Columns], settings: ReaderSettings) -> Iterator[Columns]:
     """Row groups -> batches of `batch_size` rows; with `shuffle`, rows are mixed across row
-    groups through a buffer of `shuffle_buffer_rows` (seeded)."""
+    groups through a buffer of `shuffle_buffer_rows` (seeded). With `lists`, whole lists are
+    mixed and a batch holds whole lists, at least `batch_size` rows of them (the last may
+    hold fewer); a list stored across a buffer's end is the one thing that can split."""
     rng = np.random.default_rng(settings.seed)
     buffered: list[Columns] = []
     rows = 0
@@ -218,33 +254,55 @@ def rebatch(groups: Iterable[Columns], settings: ReaderSettings) -> Iterator[Col
         buffered.append(group)
         rows += _rows(group)
         if rows >= threshold:
-            pool = _mix(buffered, rng if settings.shuffle else None)
-            usable = (rows // settings.batch_size) * settings.batch_size
-            yield from _slices(pool, 0, usable, settings.batch_size)
+            pool = _mix(buffered, rng if settings.shuffle else None, settings.lists)
+            ends = _batch_ends(pool, settings.batch_size, settings.lists)
+            usable = ends[-1] if ends else 0
+            yield from _slices(pool, [0, *ends])
             buffered, rows = [_take(pool, slice(usable, rows))], rows - usable
     if rows:
-        pool = _mix(buffered, rng if settings.shuffle else None)
-        yield from _slices(pool, 0, rows, settings.batch_size)
+        pool = _mix(buffered, rng if settings.shuffle else None, settings.lists)
+        ends = _batch_ends(pool, settings.batch_size, settings.lists)
+        yield from _slices(pool, [0, *ends, *([rows] if not ends or ends[-1] < rows else [])])
+
+
+def _batch_ends(pool: Columns, size: int, lists: bool) -> list[int]:
+    """Where the full batches of `pool` end: every `size` rows, or with `lists` at the first
+    list boundary at least `size` rows after the last end."""
+    rows = _rows(pool)
+    if not lists:
+        return list(range(size, rows + 1, size))
+    boundaries = np.flatnonzero(np.diff(list_index(pool))) + 1
+    ends: list[int] = []
+    for boundary in (*boundaries.tolist(), rows):
+        if boundary - (ends[-1] if ends else 0) >= size:
+            ends.append(boundary)
+    return ends
 
 
 def _rows(columns: Columns) -> int:
     return len(next(iter(columns.values())))
 
 
-def _mix(groups: list[Columns], rng: np.random.Generator | None) -> Columns:
+def _mix(groups: list[Columns], rng: np.random.Generator | None, lists: bool = False) -> Columns:
+    """The buffered groups as one pool: rows shuffled (`rng`), or with `lists` whole lists
+    shuffled (`rng`) or kept in the order they first appear, each list's rows together."""
     pool = {c: np.concatenate([g[c] for g in groups]) for c in groups[0]}
-    if rng is None:
-        return pool
-    return _take(pool, rng.permutation(_rows(pool)))
+    if not lists:
+        return pool if rng is None else _take(pool, rng.permutation(_rows(pool)))
+    _, first, inverse = np.unique(_list_hash(pool), return_index=True, return_inverse=True)
+    order = np.argsort(first) if rng is None else rng.permutation(len(first))
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return _take(pool, np.argsort(rank[inverse], kind="stable"))
 
 
 def _take(columns: Columns, index: slice | np.ndarray) -> Columns:
     return {c: values[index] for c, values in columns.items()}
 
 
-def _slices(pool: Columns, start: int, stop: int, size: int) -> Iterator[Columns]:
-    for low in range(start, stop, size):
-        yield _take(pool, slice(low, min(low + size, stop)))
+def _slices(pool: Columns, bounds: list[int]) -> Iterator[Columns]:
+    for low, high in pairwise(bounds):
+        yield _take(pool, slice(low, high))
 
 
 class _Stream(IterableDataset):
@@ -278,13 +336,18 @@ class _Stream(IterableDataset):
 
 
 class TripleStream(_Stream):
-    """Triples (shuffled when the settings say so)."""
+    """Triples (shuffled when the settings say so), with each row's list in the batch when
+    the settings read whole lists."""
 
     def columns(self) -> list[str]:
-        return triple_columns(self.spec)
+        keys = list(LIST_KEY) if self.settings.lists else []
+        return [*keys, *triple_columns(self.spec)]
 
     def decode(self, columns: Columns) -> TripleBatch:
-        return decode_triples(columns, self.spec, self.vectors)
+        batch = decode_triples(columns, self.spec, self.vectors)
+        if self.settings.lists:
+            batch.lists = torch.from_numpy(list_index(columns))
+        return batch
 
 
 class DocumentStream(_Stream):
@@ -382,11 +445,17 @@ def loader(stream: IterableDataset, workers: int = 0, pin: bool = False) -> Data
 
 def training_batches(
     stream: TripleStream, workers: int, device: torch.device
-) -> Iterator[tuple[int, DrmmInputs]]:
+) -> Iterator[tuple[int, DrmmInputs, torch.Tensor | None]]:
     """A training pass's batches as (triples, both sides' inputs on `device`, positives
-    first). On a GPU with loader workers, the loader's pinning thread takes each batch from
-    its worker: the first reads of a worker's shared memory cost about as much as decoding
-    it (on the H200 machine), and would otherwise stall the thread that drives the GPU. The
-    copies to the GPU are then asynchronous, and the two sides are joined there."""
+    first, each triple's list in the batch when the stream reads lists). On a GPU with
+    loader workers, the loader's pinning thread takes each batch from its worker: the first
+    reads of a worker's shared memory cost about as much as decoding it (on the H200
+    machine), and would otherwise stall the thread that drives the GPU. The copies to the
+    GPU are then asynchronous, and the two sides are joined there."""
     for batch in loader(stream, workers, pin=workers > 0 and device.type == "cuda"):
-        yield len(batch), DrmmInputs.concat(batch.positive.to(device), batch.negative.to(device))
+        lists = None if batch.lists is None else batch.lists.to(device)
+        yield (
+            len(batch),
+            DrmmInputs.concat(batch.positive.to(device), batch.negative.to(device)),
+            lists,
+        )

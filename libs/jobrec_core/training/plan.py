@@ -29,6 +29,7 @@ class TrainPlan:
     eval_batch_size: int
     k: int
     use_gpu: bool = False
+    loss: str = "hinge"  # the model version's (`model.versions.*.loss`)
     prefetch_batches: int = 0  # decoded ahead by a background thread (0: none)
     decode_workers: int = 0  # loader processes that read and decode the triples (0: none)
     vectors_file: str | None = None  # the embeddings' word vectors, for embedding gating

@@ -175,6 +175,8 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
         {
             "spec": spec.to_dict(),
             "bm25_mix": config.model.selected.bm25_mix,
+            # named only when not the paper's: earlier trainings keep their keys
+            **({"loss": loss} if (loss := config.model.selected.loss) != "hinge" else {}),
             "training": settings,
             "data": inputs.versions,
             "seed": config.run.seed,
@@ -223,6 +225,7 @@ def make_plan(
         seed=config.run.seed,
         k=config.evaluation.k,
         vectors_file=inputs.vectors_file,
+        loss=config.model.selected.loss,
         **settings,
     )
 

@@ -34,7 +34,7 @@ import torch.distributed as dist
 from torch import nn
 
 from jobrec_core.features.query_vectors import query_vectors_of
-from jobrec_core.models.drmm import hinge_loss, phases, set_phase
+from jobrec_core.models.drmm import phases, set_phase, training_loss
 from jobrec_core.models.model_io import FINAL_MODEL, save_model
 from jobrec_core.platform.logs import setup_logging
 from jobrec_core.training.batches import (
@@ -260,6 +260,7 @@ def _epoch(
         shard=process.rank,
         shards=process.world,
         shuffle_buffer_rows=plan.shuffle_buffer_rows,
+        lists=plan.loss == "listwise",
     )
     # loss sum, correct, triples: kept where the model runs, so a step never waits for the GPU
     # to report them (and NCCL reduces them in place)
@@ -269,8 +270,8 @@ def _epoch(
     stream = TripleStream(settings, model.spec, model.query_vectors)
     on_device = training_batches(stream, plan.decode_workers, process.device)
     with joined or nullcontext():
-        for size, both in prefetched(on_device, plan.prefetch_batches):
-            loss, positive, negative = train_step(wrapped, optimizer, size, both, plan)
+        for size, both, lists in prefetched(on_device, plan.prefetch_batches):
+            loss, positive, negative = train_step(wrapped, optimizer, size, both, plan, lists)
             totals[0] += loss * size
             totals[1] += (positive > negative).sum()
             totals[2] += size
@@ -349,13 +350,15 @@ def train_step(
     size: int,
     both: DrmmInputs,
     plan: TrainPlan,
+    lists: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One optimisation step on a batch of `size` triples, positives first in `both`: the
-    hinge loss (detached) and the positives' and negatives' scores. Nothing is read back
-    from the device."""
+    """One optimisation step on a batch of `size` triples, positives first in `both` (and
+    each triple's list, for the listwise loss): the loss (detached) and the positives' and
+    negatives' scores. Nothing is read back from the device but the listwise loss's count of
+    lists."""
     scores = model(*both.tensors())
     positive, negative = scores[:size], scores[size:]
-    loss = hinge_loss(positive, negative, plan.hinge_margin)
+    loss = training_loss(plan.loss, positive, negative, plan.hinge_margin, lists)
     optimizer.zero_grad(set_to_none=True)
     loss.backward()
     optimizer.step()

@@ -78,6 +78,32 @@ def test_triples_stream_from_the_current_snapshot_only(spark, tiny, tiny_pairs):
     assert sum(halves) == expected and min(halves) > 0
 
 
+def test_pool_pairs_stream_as_whole_lists_for_the_listwise_loss(spark, tiny, tiny_pairs):
+    """`lists`: the stored pool pairs reach each process shuffled and batched as whole
+    training lists (the held-out job against its drawn pool jobs), every pair once over two
+    shards, and no list in two batches or two shards."""
+    config = tiny[0]
+    entry = manifest.current(config, "pairs")
+    files = tuple(snapshot_files(spark, entry["pool_triples"], "pool_train"))
+    stored = read_delta(spark, entry["pool_triples"]).where("split = 'pool_train'")
+    expected = {(r[0], r[1]): r[2] for r in stored.groupBy(*batches.LIST_KEY).count().collect()}
+    assert len(expected) > 1 and max(expected.values()) > 1
+    spec = spec_from_config(config, config.embeddings.vector_size)
+    seen: dict[tuple[int, int], int] = {}
+    for shard in (0, 1):
+        settings = ReaderSettings(files, 8, shuffle=True, seed=5, shard=shard, shards=2, lists=True)
+        stream = TripleStream(settings, spec)
+        read = batches.stream_columns(settings, stream.columns())
+        for columns in batches.rebatch(read, settings):
+            keys = list(zip(*(columns[c].tolist() for c in batches.LIST_KEY), strict=True))
+            for key in dict.fromkeys(keys):
+                assert key not in seen  # not in another batch or shard
+                seen[key] = keys.count(key)
+            decoded = stream.decode(columns)
+            assert decoded.lists is not None and len(decoded.lists) == len(decoded)
+    assert seen == expected
+
+
 def test_loader_workers_share_the_rows_in_a_fixed_order(spark, tiny, tiny_pairs):
     """`training.decode_workers`: worker processes read and decode disjoint shares of the
     triples, every triple once, and the same order on every run."""
@@ -439,7 +465,13 @@ def test_embedding_gating_trains_saves_its_vectors_and_scores_from_words(spark, 
 
 @pytest.mark.parametrize(
     ("version", "launcher"),
-    [("v6", "distributor"), ("v7", "single"), ("v8", "single"), ("v9", "single")],
+    [
+        ("v6", "distributor"),
+        ("v7", "single"),
+        ("v8", "single"),
+        ("v9", "single"),
+        ("v11", "distributor"),
+    ],
 )
 def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     spark, tiny, tiny_pairs, version, launcher
@@ -465,6 +497,8 @@ def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     # the mix with BM25 was chosen on dev and travels in the spec; the run logged it
     logged = mlflow.get_run(outcome.run_id).data.metrics["dev_bm25_alpha"]
     assert model.spec.bm25_alpha == logged and 0.0 <= logged <= 1.0
+    if version == "v11":  # a softmax over each training list
+        assert plan.loss == "listwise" and outcome.result.history[0].train_loss > 0
     if version == "v8":  # the gate reads each term's share of the candidate's jobs
         assert model.spec.gate_share and model.gate is not None and model.gate.in_features == 2
         assert "query_job_share" in pyfunc.metadata.get_input_schema().input_names()

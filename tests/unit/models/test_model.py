@@ -8,14 +8,20 @@ import numpy as np
 import pytest
 import torch
 
-from jobrec_core.models.drmm import hinge_loss, phases, set_phase
+from jobrec_core.models.drmm import (
+    hinge_loss,
+    listwise_loss,
+    phases,
+    set_phase,
+    training_loss,
+)
 from jobrec_core.ranking.metrics import (
     average_precision_at_k,
     mean_average_precision,
     pairwise_accuracy,
     rank_within_queries,
 )
-from jobrec_core.training.batches import ReaderSettings, rebatch
+from jobrec_core.training.batches import ReaderSettings, list_index, rebatch, row_share
 from jobrec_core.training.promotion import Scores, decide
 from jobrec_core.training.scoring import SplitScores
 from jobrec_core.training.worker import best_epoch, should_stop
@@ -369,6 +375,91 @@ def test_rebatch_keeps_every_row_once_and_shuffles_by_seed():
     assert np.array_equal(np.concatenate(first), np.concatenate(batches(1)))
     assert not np.array_equal(np.concatenate(first), np.concatenate(batches(2)))
     assert np.concatenate(batches(0, shuffle=False)).tolist() == list(range(100))
+
+
+def list_groups(sizes: list[int], start: int = 0) -> dict[str, np.ndarray]:
+    """Pool-pair columns of lists of the given sizes, rows of a list adjacent; `x` numbers
+    the rows."""
+    candidate = np.repeat(np.arange(start, start + len(sizes)), sizes)
+    return {
+        "candidate_id": candidate.astype(np.int64),
+        "pos_job_id": (candidate * 7 % 13).astype(np.int32),
+        "x": np.arange(len(candidate)) + 1_000 * start,
+    }
+
+
+def test_rebatch_with_lists_batches_whole_shuffled_lists():
+    """`lists`: each batch holds whole lists (at least `batch_size` rows of them, the last
+    batch excepted), every row once, and the order of the lists follows the seed."""
+    groups = [list_groups([3, 5, 1, 4], start) for start in range(0, 40, 4)]
+
+    def batches(seed: int, shuffle: bool = True) -> list[dict[str, np.ndarray]]:
+        settings = ReaderSettings(
+            (), batch_size=8, shuffle=shuffle, seed=seed, shuffle_buffer_rows=30, lists=True
+        )
+        return list(rebatch(iter(groups), settings))
+
+    first = batches(1)
+    rows = np.concatenate([b["x"] for b in first])
+    assert sorted(rows.tolist()) == sorted(np.concatenate([g["x"] for g in groups]).tolist())
+    seen: set[int] = set()
+    for batch in first:
+        lists = list_index(batch)
+        # a list's rows are adjacent, and no list appears in two batches
+        assert (np.diff(lists) >= 0).all()
+        owners = set(batch["candidate_id"].tolist())
+        assert not owners & seen and len(owners) == lists[-1] + 1
+        seen |= owners
+    assert all(len(b["x"]) >= 8 for b in first[:-1])
+    assert np.array_equal(rows, np.concatenate([b["x"] for b in batches(1)]))
+    assert not np.array_equal(rows, np.concatenate([b["x"] for b in batches(2)]))
+    unshuffled = np.concatenate([b["x"] for b in batches(0, shuffle=False)])
+    assert unshuffled.tolist() == np.concatenate([g["x"] for g in groups]).tolist()
+
+
+def test_row_shares_split_lists_between_shards_whole():
+    columns = list_groups([3, 5, 1, 4, 2, 6, 2, 2])
+    shares = [
+        row_share(columns, ReaderSettings((), 8, shard=s, shards=2, lists=True)) for s in (0, 1)
+    ]
+    taken = [np.asarray(columns["x"])[share] for share in shares]
+    assert sorted(np.concatenate(taken).tolist()) == columns["x"].tolist()
+    owners = [set(columns["candidate_id"][share].tolist()) for share in shares]
+    assert owners[0] and owners[1] and not owners[0] & owners[1]
+    assert row_share(columns, ReaderSettings((), 8, shard=1, shards=2)) == slice(1, None, 2)
+
+
+def test_listwise_loss_is_each_lists_softmax_cross_entropy():
+    generator = torch.Generator().manual_seed(0)
+    lists = torch.tensor([0, 0, 0, 1, 2, 2])
+    positive = torch.randn(3, generator=generator)[lists]  # a list's rows share the positive
+    negative = torch.randn(6, generator=generator) * 30  # far apart: the log-sum-exp is stable
+    expected = torch.stack(
+        [
+            -torch.log_softmax(torch.cat([positive[lists == g][:1], negative[lists == g]]), 0)[0]
+            for g in range(3)
+        ]
+    ).mean()
+    assert torch.allclose(listwise_loss(positive, negative, lists), expected, atol=1e-5)
+    assert torch.isfinite(listwise_loss(positive, negative, lists))
+    # lists of one pair each: the pairwise logistic loss, log(1 + exp(s(d-) - s(d+)))
+    single = torch.arange(6)
+    pairwise = torch.nn.functional.softplus(negative / 30 - positive).mean()
+    assert torch.allclose(listwise_loss(positive, negative / 30, single), pairwise)
+    assert torch.allclose(
+        training_loss("hinge", positive, negative, 1.0), hinge_loss(positive, negative, 1.0)
+    )
+    with pytest.raises(ValueError, match="lists"):
+        training_loss("listwise", positive, negative, 1.0)
+
+
+def test_listwise_gradient_goes_to_the_highest_scored_negatives():
+    positive = torch.zeros(3, requires_grad=True)
+    negative = torch.tensor([2.0, 0.0, -2.0], requires_grad=True)
+    listwise_loss(positive, negative, torch.zeros(3, dtype=torch.long)).backward()
+    assert negative.grad is not None and positive.grad is not None
+    assert negative.grad[0] > negative.grad[1] > negative.grad[2] > 0
+    assert torch.isclose(positive.grad.sum(), -negative.grad.sum())
 
 
 # --- metrics ---------------------------------------------------------------------------------
