@@ -191,7 +191,13 @@ def pass_parts(args: argparse.Namespace) -> int:
     batch_size = args.batch_size or plan["batch_size"]
     device = torch.device("cuda" if args.device == "gpu" else "cpu")
     spec = DrmmSpec.from_dict(plan["spec"])
-    settings = ReaderSettings(tuple(plan["train_files"]), batch_size, shuffle=True, seed=1)
+    settings = ReaderSettings(
+        tuple(plan["train_files"]),
+        batch_size,
+        shuffle=True,
+        seed=1,
+        lists=plan.get("loss") == "listwise",  # as the worker streams a listwise model's pairs
+    )
 
     def synchronise() -> None:
         if device.type == "cuda":

@@ -71,17 +71,19 @@ def listwise_loss(
     ... in the batch); the triples of a list share its positive. Unlike a pair's loss, a
     list's spends its gradient on the negatives the model ranks highest, where a top 10 is
     decided."""
-    count = int(lists.max()) + 1
-    ones = torch.ones_like(positive)
-    per_list = torch.zeros(count, dtype=positive.dtype, device=positive.device)
-    sizes = per_list.index_add(0, lists, ones)
-    best = per_list.index_add(0, lists, positive) / sizes  # the one positive of each list
+    # One slot per triple: no list outnumbers the triples, and the count never has to be
+    # read back from a GPU. Slots no triple names weigh nothing.
+    per_list = torch.zeros_like(positive)
+    sizes = per_list.index_add(0, lists, torch.ones_like(positive))
+    used = sizes > 0
+    best = per_list.index_add(0, lists, positive) / sizes.clamp_min(1.0)  # each list's positive
     top = torch.full_like(per_list, float("-inf")).scatter_reduce(
         0, lists, negative.detach(), reduce="amax"
     )
     top = torch.maximum(top, best.detach())  # for a stable log-sum-exp
     total = torch.exp(best - top) + per_list.index_add(0, lists, torch.exp(negative - top[lists]))
-    return (top + torch.log(total) - best).mean()
+    losses = torch.where(used, top + torch.log(total) - best, torch.zeros_like(total))
+    return losses.sum() / used.sum()
 
 
 def training_loss(

@@ -66,7 +66,9 @@ class ReaderSettings:
     # memory (within KEEP_LIMIT_BYTES) instead of reading and decoding them again.
     keep_in_memory: bool = False
     # Rows that share `LIST_KEY` are one training list (a pool's held-out job against its
-    # drawn jobs): shuffled, sharded and batched whole, for a listwise loss.
+    # drawn jobs): shuffled, sharded and batched whole, for a listwise loss. build_pairs
+    # writes a list's rows next to each other; only a list stored across the end of a
+    # shuffle buffer's fill would be split in two.
     lists: bool = False
 
 
@@ -109,12 +111,16 @@ def stream_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Col
     With enough row groups (`ROW_GROUPS_PER_SHARD` per process) Petastorm gives each process
     its own row groups, so each reads only its share. With fewer, whole row groups would
     leave processes idle or empty, so every process reads all of them and keeps every
-    `shards`-th row."""
+    `shards`-th row; with `lists`, always so, keeping every `shards`-th list."""
     if not settings.files:
         return
     quiet_petastorm()
-    by_row_group = settings.shards > 1 and (
-        row_groups(settings.files) >= ROW_GROUPS_PER_SHARD * settings.shards
+    # Whole lists (`lists`) are shared out by their key, never by row group: a list could
+    # end one row group and start the next.
+    by_row_group = (
+        settings.shards > 1
+        and not settings.lists
+        and row_groups(settings.files) >= ROW_GROUPS_PER_SHARD * settings.shards
     )
     by_row = settings.shards > 1 and not by_row_group
     reader = make_batch_reader(
@@ -166,7 +172,8 @@ def _list_hash(columns: Columns) -> np.ndarray:
 def list_index(columns: Columns) -> np.ndarray:
     """Each row's list within a batch of whole lists (rows of a list adjacent): 0, 1, ..."""
     key = _list_hash(columns)
-    return np.concatenate([[0], np.cumsum(key[1:] != key[:-1])]).astype(np.int64)
+    starts = np.concatenate([[False], key[1:] != key[:-1]])
+    return np.cumsum(starts, dtype=np.int64)
 
 
 # What a process keeps of evaluation sets, decoded, in all. The demo's dev sets take about
@@ -453,7 +460,7 @@ def training_batches(
     machine), and would otherwise stall the thread that drives the GPU. The copies to the
     GPU are then asynchronous, and the two sides are joined there."""
     for batch in loader(stream, workers, pin=workers > 0 and device.type == "cuda"):
-        lists = None if batch.lists is None else batch.lists.to(device)
+        lists = None if batch.lists is None else batch.lists.to(device, non_blocking=True)
         yield (
             len(batch),
             DrmmInputs.concat(batch.positive.to(device), batch.negative.to(device)),

@@ -354,8 +354,7 @@ def train_step(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """One optimisation step on a batch of `size` triples, positives first in `both` (and
     each triple's list, for the listwise loss): the loss (detached) and the positives' and
-    negatives' scores. Nothing is read back from the device but the listwise loss's count of
-    lists."""
+    negatives' scores. Nothing is read back from the device."""
     scores = model(*both.tensors())
     positive, negative = scores[:size], scores[size:]
     loss = training_loss(plan.loss, positive, negative, plan.hinge_margin, lists)

@@ -449,6 +449,9 @@ def test_listwise_loss_is_each_lists_softmax_cross_entropy():
     assert torch.allclose(
         training_loss("hinge", positive, negative, 1.0), hinge_loss(positive, negative, 1.0)
     )
+    # list numbers with gaps (no triple in list 1) are the same lists
+    gapped = torch.tensor([0, 0, 0, 2, 3, 3])
+    assert torch.allclose(listwise_loss(positive, negative, gapped), expected, atol=1e-5)
     with pytest.raises(ValueError, match="lists"):
         training_loss("listwise", positive, negative, 1.0)
 
