@@ -268,8 +268,8 @@ def rebatch(groups: Iterable[Columns], settings: ReaderSettings) -> Iterator[Col
             buffered, rows = [_take(pool, slice(usable, rows))], rows - usable
     if rows:
         pool = _mix(buffered, rng if settings.shuffle else None, settings.lists)
-        ends = _batch_ends(pool, settings.batch_size, settings.lists)
-        yield from _slices(pool, [0, *ends, *([rows] if not ends or ends[-1] < rows else [])])
+        bounds = [0, *_batch_ends(pool, settings.batch_size, settings.lists)]
+        yield from _slices(pool, bounds if bounds[-1] == rows else [*bounds, rows])  # the rest
 
 
 def _batch_ends(pool: Columns, size: int, lists: bool) -> list[int]:
