@@ -307,6 +307,7 @@ ExtraFeature = Literal[
     "profile_w2v",
     "co_interest",
     "occupation_agreement",
+    "job_popularity",
 ]
 
 
