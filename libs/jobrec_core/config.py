@@ -307,7 +307,6 @@ ExtraFeature = Literal[
     "profile_w2v",
     "co_interest",
     "occupation_agreement",
-    "job_popularity",
 ]
 
 

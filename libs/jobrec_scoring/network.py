@@ -37,7 +37,6 @@ EXTRA_FEATURES = (
     "profile_w2v",
     "co_interest",
     "occupation_agreement",
-    "job_popularity",
 )
 # Extra features entered as log(floor + x) rather than log1p(x): `co_interest` is a ratio
 # of walks to candidates spread over four orders of magnitude (most pools: 0.001 to 1), which

@@ -152,20 +152,6 @@ def co_interest_scores(
     return (walks / interested / weights.sum()).astype(np.float32)
 
 
-def others_interested(
-    pool_interested: np.ndarray, pool_jobs: np.ndarray, sequence: np.ndarray
-) -> np.ndarray:
-    """`job_popularity`: per pool job, how many candidates other than this one showed interest
-    in it (its graph count, less this candidate's own row: a held-out job is not made popular
-    by the interest that was held out).
-
-    Why: `co_interest` divides by this count, so that a popular job is no sign of a shared
-    interest, and it is zero both for a job no walk reaches and for a job nobody wants. The
-    second is a fact of its own: of all the platform's candidates, none showed interest in
-    it. The model weighs the count against the walks (docs/TRAINING.md, "Popularity")."""
-    return np.maximum(pool_interested - np.isin(pool_jobs, sequence), 0).astype(np.float32)
-
-
 def _flattened(arrays: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """(the arrays one after another, int64; where each starts, and the end)."""
     starts = np.zeros(len(arrays) + 1, dtype=np.int64)
@@ -469,17 +455,15 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
     jobs = group["job_id"].to_numpy(dtype=np.int64)
     sequences = group["sequence_job_ids"].to_numpy()[pool]
     sequence = sequences[0] if len(sequences) else None
-    interested = group["interested"].fillna(0).to_numpy(dtype=np.int64)[pool]
-    row = np.asarray(sequence if sequence is not None else [], dtype=np.int64)
     co_interest = co_interest_scores(
         _arrays(neighbours[own], np.int64),
         _arrays(counts[own], np.int64),
         _arrays(neighbours[pool], np.int64),
         _arrays(counts[pool], np.int64),
-        interested,
+        group["interested"].fillna(0).to_numpy(dtype=np.int64)[pool],
         jobs[own],
         jobs[pool],
-        row,
+        np.asarray(sequence if sequence is not None else [], dtype=np.int64),
         own_weights,
     )
     occupations = _occupations(group)
@@ -487,7 +471,6 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
         "profile_tfidf": tfidf,
         "profile_w2v": w2v,
         "co_interest": co_interest,
-        "job_popularity": others_interested(interested, jobs[pool], row),
         "occupation_agreement": occupation_agreement(
             occupations[own], own_weights, occupations[pool]
         ),

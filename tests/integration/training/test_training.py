@@ -471,7 +471,6 @@ def test_embedding_gating_trains_saves_its_vectors_and_scores_from_words(spark, 
         ("v8", "single"),
         ("v9", "single"),
         ("v11", "distributor"),
-        ("v12", "single"),
     ],
 )
 def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
@@ -500,8 +499,6 @@ def test_pool_versions_train_on_pool_pairs_and_score_with_the_profile_features(
     assert model.spec.bm25_alpha == logged and 0.0 <= logged <= 1.0
     if version == "v11":  # a softmax over each training list
         assert plan.loss == "listwise" and outcome.result.history[0].train_loss > 0
-    if version == "v12":  # the popularity travels to the served model's inputs
-        assert "job_popularity" in pyfunc.metadata.get_input_schema().input_names()
     if version == "v8":  # the gate reads each term's share of the candidate's jobs
         assert model.spec.gate_share and model.gate is not None and model.gate.in_features == 2
         assert "query_job_share" in pyfunc.metadata.get_input_schema().input_names()

@@ -10,7 +10,6 @@ from jobrec_core.features.profile import (
     COHERENCE_FLOOR,
     co_interest_scores,
     document_vectors,
-    others_interested,
     profile_vector,
     text_similarities,
 )
@@ -58,19 +57,6 @@ def test_a_held_out_job_is_not_found_through_the_row_it_was_held_out_of():
     rows = {"me": [1, 3], "a": [1, 2], "b": [4, 5]}
     scores = graph_scores(rows, own=[1], pool=[3, 2, 5], sequence=[1, 3])
     assert scores.tolist() == [0.0, 0.0, 0.0]
-
-
-def test_popularity_counts_the_other_candidates_only():
-    # job 3 interests "me" (held out of my row) and two others; job 8 nobody else; job 9 none
-    interested = np.array([3, 1, 0])
-    popularity = others_interested(interested, np.array([3, 8, 9]), np.array([1, 3, 8]))
-    assert popularity.dtype == np.float32 and popularity.tolist() == [2.0, 0.0, 0.0]
-    # jobs outside the candidate's row keep their whole count
-    assert others_interested(interested, np.array([3, 8, 9]), np.array([1])).tolist() == [
-        3.0,
-        1.0,
-        0.0,
-    ]
 
 
 def test_two_steps_through_other_candidates_count_per_candidate_of_the_pool_job():
