@@ -22,6 +22,13 @@ command -v mvn >/dev/null || fail "Maven (mvn) is needed to fetch the JVM depend
 fingerprint() { cat "$@" | sha256sum | cut -d' ' -f1; }
 up_to_date() { [ -f "$STAMPS/$1" ] && [ "$(cat "$STAMPS/$1")" = "$2" ]; }
 
+# The three installs, run by the installer command given as the arguments (uv's or pip's):
+# the pinned packages, the ones pinned without their declared dependencies, and jobrec itself.
+install_packages() {
+  "$@" -r deps/requirements.txt -c deps/constraints.txt &&
+    "$@" --no-deps -r deps/requirements-nodeps.txt -c deps/constraints.txt &&
+    "$@" --no-deps --no-build-isolation -e .
+}
 # The packages of deps/ into .venv, by uv. uv does not read pip's settings: the environment's
 # index, extra index and local wheel folders (PIP_*) are passed on where no UV_* is set.
 install_packages_with_uv() {
@@ -35,16 +42,10 @@ install_packages_with_uv() {
   if [ -n "${PIP_FIND_LINKS:-}" ] && [ -z "${UV_FIND_LINKS:-}" ]; then
     settings+=("UV_FIND_LINKS=${PIP_FIND_LINKS// /,}")
   fi
-  local uv=(env "${settings[@]}" .venv/bin/uv pip install --python .venv/bin/python --quiet)
-  "${uv[@]}" -r deps/requirements.txt -c deps/constraints.txt &&
-    "${uv[@]}" --no-deps -r deps/requirements-nodeps.txt -c deps/constraints.txt &&
-    "${uv[@]}" --no-deps --no-build-isolation -e .
+  install_packages env "${settings[@]}" .venv/bin/uv pip install --python .venv/bin/python --quiet
 }
 install_packages_with_pip() {
-  local pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile)
-  "${pip[@]}" -r deps/requirements.txt -c deps/constraints.txt
-  "${pip[@]}" --no-deps -r deps/requirements-nodeps.txt -c deps/constraints.txt
-  "${pip[@]}" --no-deps --no-build-isolation -e .
+  install_packages .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-compile
 }
 
 python_inputs=(deps/installers.txt deps/requirements.txt deps/constraints.txt deps/requirements-nodeps.txt pyproject.toml)
