@@ -40,6 +40,7 @@ import pandas as pd
 import torch
 
 from jobrec_core.config import load_config
+from jobrec_core.features.behaviour import BEHAVIOUR_FOLDS, behaviour_similarity
 from jobrec_core.features.histograms import Vocabulary
 from jobrec_core.features.matching import PROFILE_FEATURES, document_features, query_features
 from jobrec_core.features.occupations import occupation_agreement
@@ -53,6 +54,7 @@ from jobrec_scoring.network import Drmm
 
 K = 10
 TITLE_TERMS = 5  # a generated title's words, about
+BEHAVIOUR_DIMENSIONS = 128  # per fold, as `pairs.behaviour_dimensions`
 
 
 def synthetic_vectors(words: int, dim: int, path: str) -> str:
@@ -83,6 +85,8 @@ class Profile:
     own_jobs: np.ndarray
     own_links: list[tuple[np.ndarray, np.ndarray]]
     pool_links: list[tuple[np.ndarray, np.ndarray]]
+    own_behaviour: list[np.ndarray]  # the jobs' behaviour vectors, every fold (v12)
+    pool_behaviour: list[np.ndarray]
 
     @staticmethod
     def synthetic(
@@ -92,12 +96,18 @@ class Profile:
             ids = rng.choice(50_000, neighbours, replace=False)
             return ids, rng.integers(1, 4, neighbours)
 
+        def behaviour(jobs: int) -> list[np.ndarray]:
+            width = BEHAVIOUR_FOLDS * BEHAVIOUR_DIMENSIONS
+            return list(rng.standard_normal((jobs, width)).astype(np.float32))
+
         own = len(own_texts)
         return Profile(
             own_texts,
             np.arange(own) + 100_000,
             [links() for _ in range(own)],
             [links() for _ in range(pool)],
+            behaviour(own),
+            behaviour(pool),
         )
 
 
@@ -134,6 +144,9 @@ def rerank(
             np.arange(len(texts)),
             profile.own_jobs,
             own_weights,
+        )
+        columns["profile_behaviour"] = behaviour_similarity(
+            profile.own_behaviour, profile.pool_behaviour, 0, own_weights
         )
         # the normalised title occupations, a handful per candidate and pool (v10)
         columns["occupation_agreement"] = occupation_agreement(

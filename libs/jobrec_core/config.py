@@ -297,6 +297,9 @@ class PairsConfig(_Section):
     map_negatives: int = Field(gt=0)
     pool_negatives: int = Field(gt=0)
     pool_lists: int = Field(default=1, ge=1)
+    # Per fold of candidates, the dimensions of the jobs' behaviour vectors
+    # (`features.behaviour`); 0: none, and `profile_behaviour` is 0 everywhere.
+    behaviour_dimensions: int = Field(default=128, ge=0)
 
 
 ExtraFeature = Literal[
@@ -306,6 +309,7 @@ ExtraFeature = Literal[
     "profile_tfidf",
     "profile_w2v",
     "co_interest",
+    "profile_behaviour",
     "occupation_agreement",
 ]
 

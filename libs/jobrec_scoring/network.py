@@ -36,6 +36,7 @@ EXTRA_FEATURES = (
     "profile_tfidf",
     "profile_w2v",
     "co_interest",
+    "profile_behaviour",
     "occupation_agreement",
 )
 # Extra features entered as log(floor + x) rather than log1p(x): `co_interest` is a ratio

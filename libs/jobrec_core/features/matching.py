@@ -39,7 +39,13 @@ FEATURE_COLUMNS = (
 )
 DOCUMENT_FEATURES = ("doc_len", "hist", "lead_hist", "unigrams", "bigrams")
 # The candidate-profile features (`features.profile`), stored with the others.
-PROFILE_FEATURES = ("profile_tfidf", "profile_w2v", "co_interest", "occupation_agreement")
+PROFILE_FEATURES = (
+    "profile_tfidf",
+    "profile_w2v",
+    "co_interest",
+    "profile_behaviour",
+    "occupation_agreement",
+)
 PROFILE_COLUMNS = ", ".join(f"{name} FLOAT" for name in PROFILE_FEATURES)
 
 TRIPLE_SCHEMA = (

@@ -20,8 +20,11 @@ candidate's own jobs say more, in two independent ways:
   left out of the graph (`sequence_job_ids`), so a held-out job is never found through the
   very interest that was held out, in training, selection, evaluation and serving alike.
   The walks of each own job count with the same weights as in the text profile.
+* **Behaviour beyond two steps** (`profile_behaviour`): the cosine of a pool job's behaviour vector
+  (`features.behaviour`: a truncated SVD of who wanted what) with the weighted mean of the
+  own jobs' vectors, all from the fold of candidates fitted without this candidate's row.
 
-:func:`profile_features` computes the three for one candidate's pool in numpy, with no loop per
+:func:`profile_features` computes them for one candidate's pool in numpy, with no loop per
 word, job or neighbour; :func:`with_profile_features` runs it per candidate in Spark.
 """
 
@@ -36,6 +39,12 @@ from numba import njit
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from jobrec_core.features.behaviour import (
+    BEHAVIOUR_VECTORS,
+    behaviour_similarity,
+    candidate_folds,
+    unit_rows,
+)
 from jobrec_core.features.histograms import DOC_IDS, Vocabulary
 from jobrec_core.features.matching import (
     PROFILE_COLUMNS,
@@ -47,11 +56,10 @@ from jobrec_core.features.matching import (
 from jobrec_core.features.occupations import TITLE_OCCUPATION, occupation_agreement
 from jobrec_core.platform.spark import map_groups_in_pandas
 
-CO_INTEREST_SCHEMA = "job_id INT, neighbours ARRAY<INT>, counts ARRAY<INT>, interested INT"
 PROFILE_ROLE = "_profile_role"  # "own" rows carry the candidate's own jobs into the group
 # What tells a candidate's profile rows apart: a job can be one of its own and in its pool.
 PROFILE_ROW_ORDER = (PROFILE_ROLE, "job_id")
-GRAPH_COLUMNS = ("neighbours", "counts", "interested")
+GRAPH_COLUMNS = ("neighbours", "counts", "interested", BEHAVIOUR_VECTORS)
 
 
 # --- the interest graph -----------------------------------------------------------------------
@@ -349,11 +357,6 @@ def profile_of(own: TfidfRows) -> tuple[np.ndarray, np.ndarray]:
     return weights, profile / weights.sum() if weights.sum() else profile
 
 
-def _unit_rows(matrix: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
-    return np.where(norms > 1e-12, matrix / np.maximum(norms, 1e-12), 0.0)
-
-
 def weighted_centroids(vocabulary: Vocabulary, rows: TfidfRows) -> np.ndarray:
     """Each row's word2vec centroid, its words' unit vectors weighted by the row's values,
     float64, not normalised."""
@@ -386,7 +389,7 @@ def document_vectors(vocabulary: Vocabulary, texts: list[np.ndarray]) -> np.ndar
     """Each text's TF-IDF-weighted word2vec centroid (seed 004's document vector), unit
     length, float32; a zero row where no word has a vector. What the jobs index stores for
     dense retrieval: its cosine with :func:`profile_vector` is `profile_w2v`."""
-    return _unit_rows(weighted_centroids(vocabulary, tfidf_rows(vocabulary, texts))).astype(
+    return unit_rows(weighted_centroids(vocabulary, tfidf_rows(vocabulary, texts))).astype(
         np.float32
     )
 
@@ -398,7 +401,7 @@ def profile_vector(vocabulary: Vocabulary, own_texts: list[np.ndarray]) -> np.nd
     own = tfidf_rows(vocabulary, own_texts)
     _, profile = profile_of(own)
     centroid = weighted_centroids(vocabulary, TfidfRows.dense(profile, own.distinct))[0]
-    return _unit_rows(centroid).astype(np.float32)
+    return unit_rows(centroid).astype(np.float32)
 
 
 def text_similarities(
@@ -441,7 +444,7 @@ def _arrays(values: Iterable[object], dtype: type) -> list[np.ndarray]:
 def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, np.ndarray]:
     """One candidate's rows: its pool (`_profile_role` "pool") and its own jobs ("own"),
     each with `job_id`, `doc_tokens` (or their ids, `doc_ids`) and the job's interest-graph
-    row -> the three features of each pool row, in the pool rows' order. The two kinds of
+    row -> the :data:`PROFILE_FEATURES` of each pool row, in the pool rows' order. The two kinds of
     rows are told apart in the columns' arrays, not as two frames."""
     role = group[PROFILE_ROLE].to_numpy()
     own, pool = role == "own", role == "pool"
@@ -466,11 +469,20 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
         np.asarray(sequence if sequence is not None else [], dtype=np.int64),
         own_weights,
     )
+    vectors = group[BEHAVIOUR_VECTORS].to_numpy()
+    fold = candidate_folds(group["candidate_id"].to_numpy()[:1])
+    behaviour = behaviour_similarity(
+        _arrays(vectors[own], np.float32),
+        _arrays(vectors[pool], np.float32),
+        int(fold[0]) if fold.size else 0,
+        own_weights,
+    )
     occupations = _occupations(group)
     return {
         "profile_tfidf": tfidf,
         "profile_w2v": w2v,
         "co_interest": co_interest,
+        "profile_behaviour": behaviour,
         "occupation_agreement": occupation_agreement(
             occupations[own], own_weights, occupations[pool]
         ),

@@ -43,6 +43,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
+from jobrec_core.features.behaviour import behaviour_table
 from jobrec_core.features.matching import (
     LEAD_LENGTH,
     PROFILE_FEATURES,
@@ -436,10 +437,11 @@ def _more_training_lists(
 
 
 def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
-    """The interest graph of every candidate (`features.profile.co_interest_table`), written
-    to `silver/co_interest` and named in the manifest for the ranking pipeline. A cleaned
-    candidate counts with their cleaned jobs, the others as ingested: a candidate's row is
-    then exactly the `sequence_job_ids` the profile features take back out of it."""
+    """The interest graph of every candidate (`features.profile.co_interest_table`) with
+    each job's behaviour vectors (`features.behaviour`), written to `silver/co_interest` and
+    named in the manifest for the ranking pipeline. A cleaned candidate counts with their
+    cleaned jobs, the others as ingested: a candidate's row is then exactly the
+    `sequence_job_ids` the profile features take back out of it."""
     cleaned = read_delta(spark, table_path(config, "silver", "candidates")).select(
         "candidate_id", "sequence"
     )
@@ -450,8 +452,10 @@ def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
         ingested.join(cleaned.select("candidate_id"), "candidate_id", "left_anti")
     )
     path = table_path(config, "silver", "co_interest")
+    with _step(spark, "behaviour vectors"):
+        vectors = behaviour_table(rows, config.pairs.behaviour_dimensions, config.run.seed)
     with _step(spark, "interest graph (silver/co_interest)"):
-        write_delta(co_interest_table(rows), path)
+        write_delta(co_interest_table(rows).join(vectors, "job_id", "left"), path)
     manifest.record(config, "co_interest", {"table": path})
     return read_delta(spark, path)
 

@@ -750,9 +750,10 @@ def _in_profile_order(rows: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ProfileFeatures(QueryStep):
-    """Adds the candidate-profile features, `profile_tfidf`, `profile_w2v` and `co_interest`
-    (`features.profile`): each pool job against the candidate's own jobs' text and through
-    the interest graph, from the rows :class:`ProfileRows` added, which then leave."""
+    """Adds the candidate-profile features (`features.matching.PROFILE_FEATURES`, from
+    `features.profile` and `features.behaviour`): each pool job against the candidate's own
+    jobs' text, through the interest graph and by the jobs' behaviour vectors, from the rows
+    :class:`ProfileRows` added, which then leave."""
 
     vectors_file: str
     words_and_idf: WordsAndIdf

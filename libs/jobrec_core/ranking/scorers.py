@@ -139,6 +139,16 @@ class CoInterestScorer(ColumnScorer):
     column: ClassVar[str] = "co_interest"
 
 
+@untrained("behaviour")
+@dataclass(frozen=True)
+class BehaviourScorer(ColumnScorer):
+    """The cosine of a job's behaviour vector with the candidate's own jobs' mean
+    (`features.behaviour`): who wanted what, beyond two steps of the interest graph."""
+
+    name: str = "behaviour"
+    column: ClassVar[str] = "profile_behaviour"
+
+
 @untrained("WMD")
 @dataclass(frozen=True)
 class WmdScorer:
