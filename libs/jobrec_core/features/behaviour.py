@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 # The interest graph's column: a job's vectors, one per fold, fold-major.
 BEHAVIOUR_VECTORS = "behaviour_vectors"
 BEHAVIOUR_FOLDS = 4
+# Where a row's `candidate_id` stands for something else (a further training list's id,
+# `pairs.splits.more_held_out_jobs`), the candidate it belongs to, whose fold it reads.
+FOLD_OWNER = "owner_id"
 _OVERSAMPLING = 32  # more columns than dimensions kept: the last kept ones converge too
 _POWER_ITERATIONS = 4  # products with A^T A: an interest spectrum decays slowly
 _RANK_TOLERANCE = 1e-10  # directions whose Gram eigenvalue is below this share are dropped

@@ -41,6 +41,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.features.behaviour import (
     BEHAVIOUR_VECTORS,
+    FOLD_OWNER,
     behaviour_similarity,
     candidate_folds,
     unit_rows,
@@ -470,7 +471,7 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
         own_weights,
     )
     vectors = group[BEHAVIOUR_VECTORS].to_numpy()
-    fold = candidate_folds(group["candidate_id"].to_numpy()[:1])
+    fold = candidate_folds(_fold_owner(group, pool))
     behaviour = behaviour_similarity(
         _arrays(vectors[own], np.float32),
         _arrays(vectors[pool], np.float32),
@@ -487,6 +488,20 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
             occupations[own], own_weights, occupations[pool]
         ),
     }
+
+
+def _fold_owner(group: pd.DataFrame, pool: np.ndarray) -> np.ndarray:
+    """The candidate whose behaviour fold the group reads (none for an empty group): its
+    pool rows' :data:`FOLD_OWNER` where they have one, else its `candidate_id`. A further
+    training list's rows are keyed by the list's id, a hash unrelated to the candidate's
+    fold; reading that id's fold would, three times in four, score the list with vectors
+    fitted on the candidate's own row, held-out job included."""
+    ids = group["candidate_id"].to_numpy()[:1]
+    if FOLD_OWNER in group.columns and pool.any():
+        owner = group[FOLD_OWNER].to_numpy()[pool][:1]
+        if not pd.isna(owner[0]):
+            ids = owner
+    return np.asarray(ids, dtype=np.int64)
 
 
 def _occupations(rows: pd.DataFrame) -> np.ndarray:

@@ -43,7 +43,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.features.behaviour import behaviour_table
+from jobrec_core.features.behaviour import FOLD_OWNER, behaviour_table
 from jobrec_core.features.matching import (
     LEAD_LENGTH,
     PROFILE_FEATURES,
@@ -298,7 +298,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
                             graph,
                             vectors_file,
                             words_and_idf,
-                        ),
+                        ).drop(FOLD_OWNER),
                         vectors_file,
                         words_and_idf,
                         bins,
@@ -384,7 +384,8 @@ def _more_training_lists(
     """The training lists after each candidate's first (`pairs.pool_lists` - 1 more, see
     `pairs.splits.more_held_out_jobs`), searched like the first and written to
     `silver/training_lists` and `silver/retrieval_lists`: (their sampled pool rows with the
-    profile owners, keyed by the list's id in `candidate_id`; `candidate_id` (the list id),
+    profile owners, keyed by the list's id in `candidate_id`, the candidate in
+    `features.behaviour.FOLD_OWNER` for the behaviour fold it reads; `candidate_id` (the list id),
     `owner_id`), or None with a single list per candidate."""
     if config.pairs.pool_lists < 2:
         return None
@@ -430,9 +431,11 @@ def _more_training_lists(
     searched = queries.join(retrieved.where(F.col("error").isNull()), "candidate_id").withColumn(
         "split", F.lit("train")
     )
-    rows = pool_sample(
-        held_out_documents(searched, POOL_SPLIT), config.pairs.pool_negatives, seed
-    ).join(profile_owners(searched), "candidate_id")
+    rows = (
+        pool_sample(held_out_documents(searched, POOL_SPLIT), config.pairs.pool_negatives, seed)
+        .join(profile_owners(searched), "candidate_id")
+        .join(queries.select("candidate_id", F.col("owner_id").alias(FOLD_OWNER)), "candidate_id")
+    )
     return rows, queries.select("candidate_id", "owner_id")
 
 

@@ -311,3 +311,24 @@ def test_co_interest_refuses_neighbours_without_their_counts():
             np.array([7]),
             np.array([1]),
         )
+
+
+def test_a_further_training_list_reads_its_candidates_behaviour_fold_not_its_ids():
+    import pandas as pd
+
+    from jobrec_core.features.behaviour import FOLD_OWNER
+    from jobrec_core.features.profile import PROFILE_ROLE, _fold_owner
+
+    # a list keyed by its own id (987654321), its own row carrying no owner (Spark's nulls)
+    group = pd.DataFrame(
+        {
+            "candidate_id": [987654321] * 3,
+            PROFILE_ROLE: ["own", "pool", "pool"],
+            FOLD_OWNER: [np.nan, 42.0, 42.0],
+        }
+    )
+    pool = group[PROFILE_ROLE].to_numpy() == "pool"
+    owner = _fold_owner(group, pool)
+    assert owner.tolist() == [42] and owner.dtype == np.int64
+    # a candidate's own query has no owner column: its id is its fold's key
+    assert _fold_owner(group.drop(columns=[FOLD_OWNER]), pool).tolist() == [987654321]
