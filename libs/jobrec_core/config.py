@@ -376,6 +376,9 @@ class TrainingConfig(_Section):
     hinge_margin: float = Field(gt=0)
     launcher: Literal["distributor", "torchrun", "single"]
     num_processes: int = Field(gt=0)
+    # torchrun's elastic restarts: a failed worker restarts every process, which resume from
+    # the last checkpoint (the launcher `torchrun` only; TorchDistributor has none).
+    max_restarts: int = Field(ge=0)
     use_gpu: bool
     shuffle_buffer_rows: int = Field(gt=0)
     prefetch_batches: int = Field(ge=0)

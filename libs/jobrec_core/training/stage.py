@@ -364,7 +364,7 @@ def _run_workers(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> 
     if training.launcher == "single":
         return TrainResult.from_dict(train_worker(plan))
     if training.launcher == "torchrun":
-        return _torchrun(plan, training.num_processes)
+        return _torchrun(plan, training.num_processes, training.max_restarts)
     from pyspark.ml.torch.distributor import TorchDistributor
 
     local_mode = (spark.sparkContext.master or "").startswith("local")
@@ -383,9 +383,9 @@ def _run_workers(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> 
     return TrainResult.from_dict(output)
 
 
-def _torchrun(plan: TrainPlan, processes: int) -> TrainResult:
+def _torchrun(plan: TrainPlan, processes: int, max_restarts: int) -> TrainResult:
     plan_path = write_plan(plan, Path(plan.checkpoint_dir))
-    command = torchrun_command(plan_path, processes)
+    command = torchrun_command(plan_path, processes, max_restarts)
     log.info("torchrun: %s", " ".join(command))
     subprocess.run(command, check=True)
     return TrainResult.from_dict(json.loads(result_file(plan_path).read_text(encoding="utf-8")))

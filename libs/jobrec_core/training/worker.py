@@ -442,14 +442,23 @@ def result_file(plan_path: Path) -> Path:
     return plan_path.with_name("result.json")
 
 
-def torchrun_command(plan_path: Path, processes: int) -> list[str]:
-    """The plain torchrun launch of this module on one machine."""
+def torchrun_command(plan_path: Path, processes: int, max_restarts: int = 0) -> list[str]:
+    """The plain torchrun launch of this module on one machine. With `max_restarts`, torchrun's
+    agent restarts every process after one fails (a lost process, a rendezvous or gloo error),
+    and the restarted processes resume from the last checkpoint, to the same weights.
+
+    Restarted processes must not share the agent's rendezvous store: in it, gloo's connection
+    setup finds the failed attempt's addresses and is refused (pytorch issue 135712), so a
+    launch that may restart gives each attempt a store of its own."""
+    restartable = ["env", "TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1"] if max_restarts > 0 else []
     return [
+        *restartable,
         sys.executable,
         "-m",
         "torch.distributed.run",
         "--standalone",
         f"--nproc_per_node={processes}",
+        f"--max_restarts={max_restarts}",
         "-m",
         "jobrec_core.training.worker",
         str(plan_path),

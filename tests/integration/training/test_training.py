@@ -19,6 +19,7 @@ from pathlib import Path
 import mlflow
 import numpy as np
 import pandas as pd
+import psutil
 import pytest
 import torch
 from mlflow.tracking import MlflowClient
@@ -221,49 +222,73 @@ def test_training_twice_on_the_same_data_gives_the_same_model_and_metrics(spark,
 
 
 def test_a_killed_torchrun_resumes_from_its_checkpoint(spark, tiny, tiny_pairs, tmp_path):
+    """Two failures, one outcome: a torchrun killed whole and launched again, and one whose
+    worker dies and whose agent restarts every process (`training.max_restarts`), both resume
+    from the last checkpoint and end with the uninterrupted run's epochs and weights."""
     config = with_training(tiny[0], max_epochs=3, early_stop_patience=10)
     spec = spec_from_config(config, config.embeddings.vector_size)
     inputs = training_inputs(spark, config)
+    restarts = config.training.max_restarts
+    assert restarts >= 1
+
+    def launch(plan_path: Path, log_name: str) -> subprocess.Popen:
+        log_path = plan_path.parent / log_name
+        with log_path.open("ab") as log_file:  # the child keeps its own descriptor
+            return subprocess.Popen(
+                torchrun_command(plan_path, 2, restarts),
+                start_new_session=True,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+            )
 
     def torchrun(directory: Path) -> subprocess.Popen:
         plan_path = write_plan(make_plan(config, spec, inputs, str(directory)), directory)
-        return subprocess.Popen(
-            torchrun_command(plan_path, 2),
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        return launch(plan_path, "torchrun.log")
+
+    def finished(process: subprocess.Popen, log_path: Path) -> None:
+        code = process.wait(timeout=300)
+        assert code == 0, f"torchrun exited {code}:\n{log_path.read_text()[-6000:]}"
+
+    def first_checkpoint(process: subprocess.Popen, directory: Path) -> None:
+        deadline = time.monotonic() + 300
+        while not list(directory.glob("epoch-001-0001.pt")):
+            assert process.poll() is None, "the run ended before its first checkpoint was seen"
+            assert time.monotonic() < deadline
+            time.sleep(0.01)  # an epoch of the tiny preset takes about a second
+
+    def result(directory: Path) -> dict:
+        return json.loads(result_file(directory / "plan.json").read_text())
 
     whole = torchrun(tmp_path / "whole")
-    assert whole.wait(timeout=300) == 0
+    finished(whole, tmp_path / "whole" / "torchrun.log")
+    before = result(tmp_path / "whole")
 
     killed = torchrun(tmp_path / "killed")
-    deadline = time.monotonic() + 300
-    while not list((tmp_path / "killed").glob("epoch-001-0001.pt")):
-        assert killed.poll() is None, "the run ended before its first checkpoint could be seen"
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
-    os.killpg(killed.pid, signal.SIGKILL)
+    first_checkpoint(killed, tmp_path / "killed")
+    os.killpg(killed.pid, signal.SIGKILL)  # the agent and its workers
     killed.wait(timeout=60)
     assert not (tmp_path / "killed" / "model.pt").exists()
+    resumed = launch(tmp_path / "killed" / "plan.json", "resumed.log")
+    finished(resumed, tmp_path / "killed" / "resumed.log")
 
-    resumed = subprocess.Popen(
-        torchrun_command(tmp_path / "killed" / "plan.json", 2),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    assert resumed.wait(timeout=300) == 0
-    after = json.loads(result_file(tmp_path / "killed" / "plan.json").read_text())
-    before = json.loads(result_file(tmp_path / "whole" / "plan.json").read_text())
-    assert after["resumed_from"] is not None
-    assert [r["epoch"] for r in after["history"]] == [1, 2, 3]
-    for one, other in zip(after["history"], before["history"], strict=True):
-        assert one["train_loss"] == pytest.approx(other["train_loss"], rel=1e-9)
-        assert one["dev_accuracy"] == other["dev_accuracy"]
-    resumed_model = torch.load(after["model_file"], weights_only=False)["model"]
+    restarted = torchrun(tmp_path / "restarted")
+    first_checkpoint(restarted, tmp_path / "restarted")
+    workers = psutil.Process(restarted.pid).children()
+    assert len(workers) == 2
+    workers[-1].kill()  # one worker only: the agent stops the other and starts both again
+    finished(restarted, tmp_path / "restarted" / "torchrun.log")
+
     whole_model = torch.load(before["model_file"], weights_only=False)["model"]
-    for name, tensor in whole_model.items():
-        torch.testing.assert_close(resumed_model[name], tensor)
+    for directory in ("killed", "restarted"):
+        after = result(tmp_path / directory)
+        assert after["resumed_from"] is not None, directory
+        assert [r["epoch"] for r in after["history"]] == [1, 2, 3]
+        for one, other in zip(after["history"], before["history"], strict=True):
+            assert one["train_loss"] == pytest.approx(other["train_loss"], rel=1e-9)
+            assert one["dev_accuracy"] == other["dev_accuracy"]
+        after_model = torch.load(after["model_file"], weights_only=False)["model"]
+        for name, tensor in whole_model.items():
+            torch.testing.assert_close(after_model[name], tensor)
 
 
 def test_a_two_phase_model_takes_phase_1_from_the_finished_run_it_would_repeat(
