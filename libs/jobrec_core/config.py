@@ -373,6 +373,9 @@ class TrainingConfig(_Section):
     optimizer: Literal["adam", "adagrad", "sgd"]
     learning_rate: float = Field(gt=0)
     batch_size: int = Field(gt=0)
+    # `examples: pool` configurations: an epoch is at least this many optimisation steps per
+    # process; on fewer training pairs the batches shrink (docs/TRAINING.md)
+    min_epoch_steps: int = Field(ge=0)
     hinge_margin: float = Field(gt=0)
     launcher: Literal["distributor", "torchrun", "single"]
     num_processes: int = Field(gt=0)

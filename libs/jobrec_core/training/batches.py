@@ -104,6 +104,13 @@ def row_groups(files: Iterable[str]) -> int:
     return sum(pq.ParquetFile(local_path(f)).num_row_groups for f in files)
 
 
+def row_count(files: Iterable[str]) -> int:
+    """Rows in Parquet files, from their footers."""
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(local_path(f)).metadata.num_rows for f in files)
+
+
 def stream_columns(settings: ReaderSettings, columns: list[str]) -> Iterator[Columns]:
     """This process's shard as column arrays (ragged columns as bytes), one row group at a
     time.

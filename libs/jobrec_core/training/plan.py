@@ -30,6 +30,9 @@ class TrainPlan:
     k: int
     use_gpu: bool = False
     loss: str = "hinge"  # the model version's (`model.versions.*.loss`)
+    # smaller batches where the training rows would give a process fewer steps an epoch
+    # (`training.min_epoch_steps`; 0: `batch_size` always, the paper's configurations)
+    min_epoch_steps: int = 0
     prefetch_batches: int = 0  # decoded ahead by a background thread (0: none)
     decode_workers: int = 0  # loader processes that read and decode the triples (0: none)
     vectors_file: str | None = None  # the embeddings' word vectors, for embedding gating

@@ -177,6 +177,11 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
             "bm25_mix": config.model.selected.bm25_mix,
             # named only when not the paper's: earlier trainings keep their keys
             **({"loss": loss} if (loss := config.model.selected.loss) != "hinge" else {}),
+            **(
+                {"min_epoch_steps": config.training.min_epoch_steps}
+                if spec.examples == "pool"
+                else {}
+            ),
             "training": settings,
             "data": inputs.versions,
             "seed": config.run.seed,
@@ -209,12 +214,14 @@ def make_plan(
 ) -> TrainPlan:
     """The plan of one training: the files (the paper's triples, or the pairs drawn from the
     training pools for `examples: pool`), and every `training.*` setting TrainPlan has a
-    field for, by name."""
+    field for, by name (but `min_epoch_steps`, for pool pairs only)."""
     settings = {
         plan_field.name: getattr(config.training, plan_field.name)
         for plan_field in fields(TrainPlan)
         if plan_field.name in type(config.training).model_fields
     }
+    if spec.examples != "pool":  # the paper's configurations keep the paper's epochs
+        settings["min_epoch_steps"] = 0
     return TrainPlan(
         spec=spec.to_dict(),
         train_files=inputs.files["pool" if spec.examples == "pool" else "train"],

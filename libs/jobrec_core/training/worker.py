@@ -25,7 +25,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from jobrec_core.training.batches import (
     TripleStream,
     prefetched,
     release_kept,
+    row_count,
     training_batches,
 )
 from jobrec_core.training.checkpoints import Checkpoints, first_phase_of
@@ -67,6 +68,15 @@ def should_stop(dev_scores: list[float], patience: int, min_gain: float) -> bool
     training run longer, never stop it on one unlucky epoch (the paper's rule, stop when dev
     accuracy moved less than 0.008, reacted to noise three times that size on the demo)."""
     return len(dev_scores) - 1 - best_epoch(dev_scores, min_gain) >= patience
+
+
+def epoch_batch_size(rows: int, batch_size: int, min_steps: int, world: int) -> int:
+    """The rows a process trains on per step: `batch_size`, or fewer where the training rows
+    are too few for each of the `world` processes to take `min_steps` optimisation steps in
+    one pass (`training.min_epoch_steps`), but never fewer than one."""
+    if min_steps <= 0:
+        return batch_size
+    return max(1, min(batch_size, rows // (min_steps * world)))
 
 
 # --- the worker -------------------------------------------------------------------------------
@@ -147,6 +157,19 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
                 start_phase,
                 start_epoch,
             )
+    rows = row_count(plan.train_files)
+    batch_size = epoch_batch_size(rows, plan.batch_size, plan.min_epoch_steps, process.world)
+    if batch_size < plan.batch_size and process.leader:
+        log.info(
+            "batches of %d rows, not %d: %d training rows give each of %d processes at least "
+            "%d optimisation steps an epoch (training.min_epoch_steps)",
+            batch_size,
+            plan.batch_size,
+            rows,
+            process.world,
+            plan.min_epoch_steps,
+        )
+    plan = replace(plan, batch_size=batch_size)
     tracker = _Tracker(plan) if process.leader else None
     if tracker is not None and phase1_from is not None:
         for step, record in enumerate(progress.history, start=1):

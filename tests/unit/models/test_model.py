@@ -24,7 +24,7 @@ from jobrec_core.ranking.metrics import (
 from jobrec_core.training.batches import ReaderSettings, list_index, rebatch, row_share
 from jobrec_core.training.promotion import Scores, decide
 from jobrec_core.training.scoring import SplitScores
-from jobrec_core.training.worker import best_epoch, should_stop
+from jobrec_core.training.worker import best_epoch, epoch_batch_size, should_stop
 from jobrec_scoring.inputs import document_inputs, pad_queries, query_gate, to_bytes
 from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
 
@@ -216,6 +216,26 @@ def test_spec_round_trips_through_json_values():
 def test_early_stopping_keeps_the_best_epoch_and_waits_for_patience(scores, min_gain, best, stop):
     assert best_epoch(scores, min_gain) == best
     assert should_stop(scores, 3, min_gain) is stop
+
+
+@pytest.mark.parametrize(
+    ("rows", "min_steps", "world", "expected"),
+    [
+        (24_270, 200, 2, 32),  # the demo's pool pairs: full batches, 380 steps a process
+        (11_507, 200, 2, 28),  # 28 rows: 206 steps a process, 32 would give 180
+        (1_248, 200, 2, 3),  # the tiny preset: 208 steps, not 20
+        (1_248, 200, 1, 6),
+        (150, 200, 2, 1),  # never under one row: as many steps as there are rows
+        (1_248, 0, 2, 32),  # the paper's configurations: the batch as configured
+    ],
+)
+def test_small_training_sets_take_smaller_batches_for_enough_steps(
+    rows, min_steps, world, expected
+):
+    size = epoch_batch_size(rows, 32, min_steps, world)
+    assert size == expected
+    if min_steps and size > 1:
+        assert -(-rows // (size * world)) >= min_steps
 
 
 # --- batches ---------------------------------------------------------------------------------

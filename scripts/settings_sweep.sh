@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The whole pipeline on data settings the project was never tuned on: each line of settings
+# below (or of the file given as $1) is one dataset, run by `jobrec run` in its own state
+# (tables, Elasticsearch node, MLflow store) under $SWEEP_ROOT, and its ground-truth P@10 of
+# BM25, the profile baseline and v5 printed (docs/TRAINING.md, "Small training sets").
+# About 6 minutes a tiny dataset on 2 cores; PRESET=demo runs the demo's scale (~20 min each).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh >/dev/null
+ROOT=${SWEEP_ROOT:-.jobrec/sweep}
+PRESET=${PRESET:-tiny}
+DEFAULT_SETTINGS='a run.seed=7 data.noise_rate=0.35 data.related_rate=0.8 data.related_share=0.5 data.long_ad_rate=0.3
+b run.seed=11 data.noise_rate=0.0 data.related_rate=0.0
+c run.seed=13 data.noise_rate=0.25 data.long_ad_rate=0.0 data.occupation_popularity_sigma=2.0'
+settings=$([ $# -gt 0 ] && cat "$1" || echo "$DEFAULT_SETTINGS")
+quick_titles=()
+[ "$PRESET" = tiny ] && quick_titles=(--set titles.steps=40 --set titles.log_every=20)
+
+while read -r name rest; do
+  [ -z "$name" ] && continue
+  root=$(realpath -m "$ROOT/$name")
+  mkdir -p "$root"
+  overrides=()
+  for setting in $rest; do overrides+=(--set "$setting"); done
+  echo "sweep: $name ($rest), log in $root/log"
+  if ! .venv/bin/jobrec run --preset "$PRESET" --fresh \
+      --set "storage.root=$root/store" --set "elasticsearch.local.workdir=$root/es" \
+      --set "mlflow.tracking_uri=sqlite:///$root/mlflow.db" --set "mlflow.artifact_root=$root/artifacts" \
+      "${quick_titles[@]}" "${overrides[@]}" >"$root/log" 2>&1; then
+    echo "sweep: $name FAILED, the end of its log:"; tail -20 "$root/log"; continue
+  fi
+  report="$root/store/$PRESET/reports/evaluation/RESULTS.md"
+  # the demo's report appends committed sections: its own tables are the first ones
+  awk '/^3\. Ground truth/ {on=1} on && /^  ranker|BM25 |profile-tfidf |DRMM v5 |ceiling/ {print} /^4\. Held-out/ {exit}' "$report"
+done <<<"$settings"
