@@ -126,6 +126,7 @@ def throughput(args: argparse.Namespace) -> int:
         "max_epochs": args.epochs,
         "early_stop_patience": args.epochs,  # every run trains the same number of epochs
         "use_gpu": args.device == "gpu",
+        "min_epoch_steps": 0,  # the batch as configured or asked for, on any training set
     }
     if args.batch_size:
         plan["batch_size"] = args.batch_size
