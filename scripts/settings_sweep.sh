@@ -2,7 +2,8 @@
 # The whole pipeline on data settings the project was never tuned on: each line of settings
 # below (or of the file given as $1) is one dataset, run by `jobrec run` in its own state
 # (tables, Elasticsearch node, MLflow store) under $SWEEP_ROOT, and its ground-truth P@10 of
-# BM25, the profile baseline and v5 printed (docs/TRAINING.md, "Small training sets").
+# BM25, the profile baseline and v5 printed, and the retrievers' pools and pipelines
+# (docs/TRAINING.md, "Small training sets").
 # About 6 minutes a tiny dataset on 2 cores; PRESET=demo runs the demo's scale (~20 min each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,5 +32,9 @@ while read -r name rest; do
   fi
   report="$root/store/$PRESET/reports/evaluation/RESULTS.md"
   # the demo's report appends committed sections: its own tables are the first ones
-  awk '/^3\. Ground truth/ {on=1} on && /^  ranker|BM25 |profile-tfidf |DRMM v5 |ceiling/ {print} /^4\. Held-out/ {exit}' "$report"
+  # (table 3: BM25's pools re-ranked; table 5, where the evaluation runs it: each retriever's
+  # pool and pipeline, the one the held-out metric selects being what recommendations serve)
+  awk '/^3\. Ground truth/ {on=1} /^4\. Held-out/ {on=0} /^5\. Retrievers/ {on=2}
+       on == 1 && /^  ranker|BM25 |profile-tfidf |DRMM v5 |ceiling/ {print}
+       on == 2 {print} on == 2 && /selected by/ {exit}' "$report"
 done <<<"$settings"

@@ -106,9 +106,15 @@ class Champion:
     model: Drmm
 
 
+class NoChampionError(LookupError):
+    """No champion can rank the current pools: none has passed the gate yet (which the first
+    model must, against the retriever's own order), or it was trained on other embeddings.
+    Recommendations then serve the retriever's own order (`serving.stage.served_ranker`)."""
+
+
 def load_champion(config: JobrecConfig) -> Champion:
     """The registry's champion, by alias; refuses a model trained on other embeddings than
-    the current ones (its histograms would not match)."""
+    the current ones (its histograms would not match). Raises :class:`NoChampionError`."""
     from jobrec_core.models.registry import model_of
     from jobrec_core.platform.tracking import configure_mlflow, registry_client
 
@@ -118,14 +124,14 @@ def load_champion(config: JobrecConfig) -> Champion:
     try:
         current = client.get_model_version_by_alias(settings.model_name, settings.champion_alias)
     except Exception as error:  # the registry says "not found" in several ways
-        raise LookupError(
+        raise NoChampionError(
             f"{settings.model_name} has no {settings.champion_alias!r} version: train and "
             f"promote one first (jobs/train_drmm.py, jobs/promote_model.py)"
         ) from error
     embeddings = str(manifest.current(config, "embeddings")["version"])
     trained_on = trained_embeddings(client, current)
     if trained_on is not None and trained_on != embeddings:
-        raise RuntimeError(
+        raise NoChampionError(
             f"{settings.model_name} v{current.version} was trained with embeddings {trained_on}, "
             f"the current ones are {embeddings}: retrain and promote a model first"
         )

@@ -1,5 +1,5 @@
 """Stage 5b: top-10 recommendations, the retriever's pool for a candidate re-ranked by the
-champion.
+champion (or in its own order, while there is none).
 
 `jobs/recommend.py` calls :func:`run_recommend`. The pipeline is `ranking.factory`'s, the
 one the evaluation measures, so what is measured is what is served:
@@ -13,7 +13,8 @@ one the evaluation measures, so what is measured is what is served:
    (`search.bm25.RetrievalCheckpoint`);
 3. the pool minus the candidate's own jobs, with the DRMM features (the histograms of the
    training data, BM25 of every job for the same query), scored by the champion (broadcast
-   once), the top `evaluation.k`.
+   once), the top `evaluation.k`; while no model has passed the promotion gate, the pool's
+   own order (:func:`served_ranker`).
 
 The table `gold/recommendations` holds `candidate_id, rank, job_id, title, score, bm25,
 bm25_rank, model, index, generated_at` (`bm25_rank` null for a job only the kNN list found);
@@ -37,14 +38,14 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.features.queries import idf_lookup
-from jobrec_core.models.registry import load_champion
+from jobrec_core.models.registry import NoChampionError, load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.heap import freeze_long_lived
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
 from jobrec_core.ranking.factory import in_memory, queries_of, ranking_inputs, rerank_pipeline
-from jobrec_core.ranking.scorers import drmm_scorer
+from jobrec_core.ranking.scorers import RetrievalOrderScorer, Scorer, drmm_scorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 from jobrec_core.serving.online import Interest, OnlineRecommender, RecommendRequest
 from jobrec_core.text.tokens import tokens_column
@@ -87,11 +88,35 @@ class RecommendReport:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class ServedRanker:
+    """What orders the pools: the champion, or the retriever itself while no model has shown
+    at the gate that it ranks better (`training.promotion`)."""
+
+    label: str  # the `model` column of a recommendation
+    scorer: Scorer
+
+
+def served_ranker(spark: SparkSession | None, config: JobrecConfig) -> ServedRanker:
+    """The champion (broadcast once through `spark`, when given), or, with a warning, the
+    retriever's own order when there is no champion that can rank the current pools
+    (`models.registry.NoChampionError`): recommendations never wait for a model, and never serve
+    one that was not shown to beat BM25's order."""
+    try:
+        champion = load_champion(config)
+    except NoChampionError as error:
+        label = f"{config.retrieval.retriever} order (no champion)"
+        log.warning("recommend: %s; serving the %s", error, label)
+        return ServedRanker(label, RetrievalOrderScorer())
+    scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
+    return ServedRanker(f"{champion.name} v{champion.version}", scorer)
+
+
 def run_recommend(
     spark: SparkSession, config: JobrecConfig, candidate_ids: list[int] | None = None
 ) -> RecommendReport:
     """Every cleaned candidate's top k (or only `candidate_ids`'s) into `gold/recommendations`."""
-    champion = load_champion(config)
+    ranker = served_ranker(spark, config)
     candidates = read_delta(spark, table_path(config, "silver", "candidates"))
     unknown: list[int] = []
     if candidate_ids is not None:
@@ -105,9 +130,8 @@ def run_recommend(
     checkpoint = RetrievalCheckpoint(
         config, table_path(config, "silver", "recommendation_retrieval"), QUARANTINE_SOURCE
     )
-    scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
     log.info("recommend: searching %s", inputs.index)
-    ranked = rerank_pipeline(config, inputs, scorer, checkpoint).transform_spark(queries)
+    ranked = rerank_pipeline(config, inputs, ranker.scorer, checkpoint).transform_spark(queries)
     titles = inputs.jobs.select("job_id", "title")
     top = ranked.join(titles, "job_id").select(
         "candidate_id",
@@ -117,7 +141,7 @@ def run_recommend(
         "score",
         "bm25",
         "bm25_rank",
-        F.lit(f"{champion.name} v{champion.version}").alias("model"),
+        F.lit(ranker.label).alias("model"),
         F.lit(inputs.index).alias("index"),
         F.lit(datetime.now(UTC).replace(microsecond=0)).alias("generated_at"),
     )
@@ -144,7 +168,7 @@ def run_recommend(
         search_failed=checkpoint.failed,
         recommended=int(counts["n"]) if counts else 0,
         rows=int(counts["rows"]) if counts else 0,
-        model=f"{champion.name} v{champion.version}",
+        model=ranker.label,
         index=inputs.index,
         table=path,
         retriever=config.retrieval.retriever,
@@ -152,25 +176,24 @@ def run_recommend(
 
 
 def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecommender:
-    """The champion (loaded once, as `run_recommend` does per run) and the pipeline on the
+    """The served ranker (loaded once, as `run_recommend` does per run) and the pipeline on the
     run's inputs collected into memory, with each job's title and query fields; Spark is
     needed only here. One request is answered before returning, so that loading the word
     vectors, the IDF vocabulary and the network (seconds) falls on start-up, not on the first
     client."""
-    champion = load_champion(config)
+    ranker = served_ranker(None, config)
     inputs = ranking_inputs(spark, config, ship_tables=False)
     local = in_memory(inputs)
-    scorer = drmm_scorer(None, f"DRMM {champion.version}", champion.model)
     fields = list(config.queries.fields)
     catalogue = inputs.jobs.select(
         "job_id", "title", *[tokens_column(f) for f in fields]
     ).toPandas()
     recommender = OnlineRecommender(
         config=config,
-        pipeline=rerank_pipeline(config, local, scorer),
+        pipeline=rerank_pipeline(config, local, ranker.scorer),
         catalogue=pd.DataFrame(catalogue).set_index("job_id"),
         idf=idf_lookup(local.embeddings_version, local.words_and_idf),
-        model=f"{champion.name} v{champion.version}",
+        model=ranker.label,
         index=inputs.index,
     )
     first = int(recommender.catalogue.index[0])

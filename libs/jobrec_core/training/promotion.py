@@ -4,14 +4,18 @@ Promotion never trusts a number logged at training time: it scores the challenge
 current champion on the same, current held-out test sets (`pairs.splits.held_out_documents`:
 each test candidate's held-out job in the pool a recommendation would re-rank) and moves the
 champion alias only when the challenger's paired gain in held-out MRR, per candidate, has a 95%
-bootstrap interval above zero. Otherwise the verdict is "not promoted: no significant
+bootstrap interval above zero. While there is no champion, the challenger is compared in the
+same way with BM25's own order of the same pools: a model that cannot show it ranks better than
+the retriever is not served, and recommendations keep the retriever's order
+(`serving.stage.served_ranker`). Otherwise the verdict is "not promoted: no significant
 difference" (or "significantly worse"), with the figures. The paper's accuracy and MAP are
 measured and recorded too, as the paper's protocol; accuracy is only a sanity floor (a model
-at or below chance is never promoted, even as the first). A champion trained on other
-embeddings than the challenger is replaced by any challenger above the floor, uncompared
-(`_other_embeddings`). The decision and its numbers are tags of the model version. A process
-keeps the scores it measured (`test_scores`): the same registry version on the same snapshot
-scores the same, so a pipeline's next gate does not score its champion again.
+at or below chance is never promoted). A champion trained on other embeddings than the
+challenger cannot be compared with it, nor served: the challenger is compared with BM25's
+order instead (`_other_embeddings`). The decision and its numbers are tags of the model
+version. A process keeps the scores it measured (`test_scores`): the same registry version on
+the same snapshot scores the same, so a pipeline's next gate does not score its champion
+again.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import mlflow
@@ -112,28 +116,35 @@ class PromotionDecision:
 
 
 def decide(
-    challenger: Scores, champion: Scores | None, min_accuracy: float, resamples: int, seed: int
+    challenger: Scores,
+    champion: Scores | None,
+    retriever_ranks: np.ndarray,
+    min_accuracy: float,
+    resamples: int,
+    seed: int,
 ) -> Verdict:
     """The gate, a pure function: the sanity floor, then a significant paired gain in held-out
-    MRR over the champion (see the module)."""
+    MRR over the champion, or, while there is none, over the retriever's own order of the same
+    pools (`retriever_ranks`, BM25's: :func:`bm25_reciprocal_ranks`). A first model that
+    cannot show it ranks better than the pools already are is not served (see the module)."""
     if not challenger.accuracy >= min_accuracy:
         return Verdict(
             False, f"below the floor (test accuracy {challenger.accuracy:.4f} < {min_accuracy})"
         )
-    if champion is None:
-        return Verdict(True, "above the floor; there was no champion")
-    if champion.version == challenger.version:
+    if champion is not None and champion.version == challenger.version:
         return Verdict(True, "already the champion")
-    if len(challenger.reciprocal_ranks) != len(champion.reciprocal_ranks):
-        raise ValueError("the challenger and the champion were scored on different candidates")
+    if champion is None:
+        reference, against = retriever_ranks, "BM25's order of the pools (no champion yet)"
+    else:
+        reference, against = champion.reciprocal_ranks, f"champion v{champion.version}"
+    if len(challenger.reciprocal_ranks) != len(reference):
+        raise ValueError(f"the challenger and {against} were scored on different candidates")
     if len(challenger.reciprocal_ranks) == 0:
         return Verdict(False, "no held-out test candidates to compare on: rerun build_pairs")
-    gain = paired_difference(
-        challenger.reciprocal_ranks, champion.reciprocal_ranks, resamples, seed
-    )
+    gain = paired_difference(challenger.reciprocal_ranks, reference, resamples, seed)
     figures = (
         f"held-out MRR {gain.mean:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}] (95% CI), "
-        f"p {gain.p_value:.3f}, over champion v{champion.version} on "
+        f"p {gain.p_value:.3f}, over {against} on "
         f"{len(challenger.reciprocal_ranks):,} test candidates "
         f"(wins/ties/losses {gain.wins}/{gain.ties}/{gain.losses})"
     )
@@ -180,18 +191,22 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
     if current is not None:
         replaced = _other_embeddings(client, current, candidate)
         champion = None if replaced else scores_of(current)
+    bm25_ranks = bm25_reciprocal_ranks(files.held_out)
     if run_status != "FINISHED":
         verdict = Verdict(False, f"its training run is {run_status}, not FINISHED")
     else:
         gate = config.promotion
         verdict = decide(
-            challenger, champion, gate.min_accuracy, gate.bootstrap_resamples, config.run.seed
+            challenger,
+            champion,
+            bm25_ranks,
+            gate.min_accuracy,
+            gate.bootstrap_resamples,
+            config.run.seed,
         )
-        if replaced and verdict.promoted:
-            verdict = Verdict(True, f"above the floor; {replaced}")
-    decision = PromotionDecision(
-        name, challenger, champion, verdict, float(bm25_reciprocal_ranks(files.held_out).mean())
-    )
+        if replaced:
+            verdict = replace(verdict, reason=f"{verdict.reason}; {replaced}")
+    decision = PromotionDecision(name, challenger, champion, verdict, float(bm25_ranks.mean()))
     _record(client, decision)
     if decision.promoted:
         client.set_registered_model_alias(name, settings.champion_alias, version)
@@ -230,9 +245,10 @@ def _other_embeddings(
 ) -> str | None:
     """Why the champion cannot be compared with the challenger, if it was trained on other
     embeddings: their histograms and IDFs come from another vocabulary, and serving or
-    evaluating it on the current ones is refused (`models.registry.load_champion`). Such a
-    champion is replaced by any challenger above the floor; otherwise new jobs, which always
-    give new embeddings, would leave a champion nothing can use until a model beat it."""
+    evaluating it on the current ones is refused (`models.registry.load_champion`). The
+    challenger is then compared with BM25's order, as a first model is; otherwise new jobs,
+    which always give new embeddings, would leave a champion nothing can use until a model
+    beat it."""
     old, new = trained_embeddings(client, champion), trained_embeddings(client, challenger)
     if old is None or new is None or old == new:
         return None

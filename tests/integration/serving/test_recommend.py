@@ -20,11 +20,16 @@ from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
 from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, table_path
-from jobrec_core.ranking.factory import queries_of, ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.factory import (
+    queries_of,
+    ranking_inputs,
+    rerank_pipeline,
+    retriever_step,
+)
 from jobrec_core.ranking.pipeline import Pipeline, PoolsPerQuery, WorkerTable
 from jobrec_core.ranking.scorers import drmm_scorer
 from jobrec_core.results import publish
-from jobrec_core.serving.stage import run_recommend, show_candidate
+from jobrec_core.serving.stage import run_recommend, served_ranker, show_candidate
 from jobrec_core.training.stage import train_on_files
 from tests.helpers import REPO
 
@@ -100,6 +105,32 @@ def test_the_same_pipeline_ranks_alike_on_pandas_and_on_spark(spark, champion, r
     pd.testing.assert_frame_equal(comparable(batch), comparable(one_by_one), rtol=1e-6)
     assert 0 < batch.groupby("candidate_id").size().max() <= config.evaluation.k
     assert (batch["bm25"] >= 0).all()  # every pool job has its BM25 for the same query
+
+
+def test_without_a_champion_the_pool_is_served_in_the_retrievers_order(spark, champion):
+    """While no model has passed the gate (here: a model name nothing was registered under),
+    the served ranker is the retriever itself, in Spark and in pandas alike: each pool's
+    first k jobs, in the pool's own order, labelled as such."""
+    config, _ = champion
+    config = config.model_copy(
+        update={"mlflow": config.mlflow.model_copy(update={"model_name": "jobrec_no_champion"})}
+    )
+    served = served_ranker(spark, config)
+    assert served.label == f"{config.retrieval.retriever} order (no champion)"
+    inputs = ranking_inputs(spark, config)
+    queries = queries_of(config, inputs, held_out_candidates(spark, config, 3))
+    rows = pd.DataFrame(queries.toPandas())
+    pipeline = rerank_pipeline(config, inputs, served.scorer)
+    columns = ["candidate_id", "rank", "job_id"]
+    batch = pd.DataFrame(pipeline.transform_spark(queries).select(*columns).toPandas())
+    one_by_one = pd.concat([pipeline.transform(rows.iloc[[i]]) for i in range(len(rows))])
+    pools = retriever_step(config, inputs).transform(rows)
+    expected = pools[pools["rank"] <= config.evaluation.k][columns]
+    for served_rows in (batch, one_by_one[columns]):
+        pd.testing.assert_frame_equal(
+            served_rows.sort_values(columns[:2]).reset_index(drop=True).astype("int64"),
+            expected.sort_values(columns[:2]).reset_index(drop=True).astype("int64"),
+        )
 
 
 def test_job_tables_shipped_to_the_workers_rank_to_the_bit_as_the_joins_do(spark, champion):

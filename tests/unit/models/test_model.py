@@ -528,12 +528,12 @@ def test_promotion_gate_needs_a_significant_paired_gain_over_the_champion():
     rng = np.random.default_rng(7)
     champion_ranks = rng.uniform(0, 1, 400)
     champion = gate_scores("4", champion_ranks.tolist())
+    bm25_ranks = rng.uniform(0, 1, 400)
 
     def verdict(ranks: np.ndarray, accuracy: float = 0.9, against: Scores | None = champion):
-        return decide(gate_scores("5", ranks.tolist(), accuracy), against, 0.6, 1000, 11)
+        scores = gate_scores("5", ranks.tolist(), accuracy)
+        return decide(scores, against, bm25_ranks, 0.6, 1000, 11)
 
-    assert verdict(champion_ranks, against=None).promoted  # the first model, above the floor
-    assert not verdict(champion_ranks, accuracy=0.5, against=None).promoted  # below it
     noisy = np.clip(champion_ranks + rng.normal(0, 0.2, 400), 0, 1)  # same on average
     same = verdict(noisy)
     assert not same.promoted and same.reason.startswith("no significant difference")
@@ -541,10 +541,34 @@ def test_promotion_gate_needs_a_significant_paired_gain_over_the_champion():
     better = verdict(np.clip(champion_ranks + 0.05 + rng.normal(0, 0.1, 400), 0, 1))
     assert better.promoted and better.reason.startswith("significantly better")
     assert better.gain is not None and better.gain.low > 0
+    assert "over champion v4" in better.reason
     worse = verdict(champion_ranks - 0.05)
     assert not worse.promoted and worse.reason.startswith("significantly worse")
-    already = decide(gate_scores("4", champion_ranks.tolist()), champion, 0.6, 1000, 11)
+    already = decide(gate_scores("4", champion_ranks.tolist()), champion, bm25_ranks, 0.6, 1000, 11)
     assert already.promoted and "already" in already.reason
+
+
+def test_the_first_model_must_beat_the_retrievers_own_order():
+    """Without a champion, the challenger is paired against BM25's order of the same pools:
+    as good as BM25 is not enough (it would add a model and nothing else), and the floor
+    still applies."""
+    rng = np.random.default_rng(3)
+    bm25_ranks = rng.uniform(0, 1, 400)
+
+    def first(ranks: np.ndarray, accuracy: float = 0.9):
+        return decide(gate_scores("1", ranks.tolist(), accuracy), None, bm25_ranks, 0.6, 1000, 11)
+
+    as_bm25 = first(np.clip(bm25_ranks + rng.normal(0, 0.2, 400), 0, 1))
+    assert not as_bm25.promoted and as_bm25.reason.startswith("no significant difference")
+    assert "over BM25's order of the pools (no champion yet)" in as_bm25.reason
+    below = first(bm25_ranks - 0.05)
+    assert not below.promoted and below.reason.startswith("significantly worse")
+    above = np.clip(bm25_ranks + 0.05 + rng.normal(0, 0.1, 400), 0, 1)
+    promoted = first(above)
+    assert promoted.promoted and promoted.gain is not None and promoted.gain.low > 0
+    assert not first(above, accuracy=0.5).promoted  # below the floor
+    with pytest.raises(ValueError, match="different candidates"):
+        first(above[:10])
 
 
 # --- embedding gating ------------------------------------------------------------------------
