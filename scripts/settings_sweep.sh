@@ -34,7 +34,7 @@ while read -r name rest; do
   # the demo's report appends committed sections: its own tables are the first ones
   # (table 3: BM25's pools re-ranked; table 5, where the evaluation runs it: each retriever's
   # pool and pipeline, the one the held-out metric selects being what recommendations serve)
-  awk '/^3\. Ground truth/ {on=1} /^4\. Held-out/ {on=0} /^5\. Retrievers/ {on=2}
+  awk '/^## .*committed snapshot/ {exit} /^3\. Ground truth/ {on=1} /^4\. Held-out/ {on=0} /^5\. Retrievers/ {on=2}
        on == 1 && /^  ranker|BM25 |profile-tfidf |DRMM v5 |ceiling/ {print}
        on == 2 {print} on == 2 && /selected by/ {exit}' "$report"
 done <<<"$settings"
