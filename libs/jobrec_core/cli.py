@@ -243,7 +243,7 @@ def _serve(config: JobrecConfig, host: str, port: int) -> int:
         spark = get_spark(config)
         try:
             recommender = online_recommender(spark, config)
-        except (LookupError, RuntimeError) as error:  # no champion, no job vectors, ...
+        except (LookupError, RuntimeError) as error:  # the index without job vectors, ...
             print(f"jobrec serve: {error}", file=sys.stderr)
             return 2
         finally:

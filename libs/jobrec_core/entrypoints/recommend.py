@@ -5,7 +5,8 @@
 
 For each candidate: the query of all their jobs, BM25's top 100 from the jobs alias (minus
 their own jobs), DRMM scores from the registry's `champion` (loaded by alias, broadcast once
-to the executors), the best `evaluation.k` written to gold/recommendations. With
+to the executors; while no model has passed the promotion gate, the pool's own order), the
+best `evaluation.k` written to gold/recommendations. With
 --candidates only those candidates' rows are replaced. Show one candidate with
 `jobrec recommend --candidate ID`.
 """
