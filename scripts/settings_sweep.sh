@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The whole pipeline on data settings the project was never tuned on: each line of settings
 # below (or of the file given as $1) is one dataset, run by `jobrec run` in its own state
-# (tables, Elasticsearch node, MLflow store) under $SWEEP_ROOT, and its ground-truth P@10 of
-# BM25, the profile baseline and v5 printed, and the retrievers' pools and pipelines
-# (docs/TRAINING.md, "Small training sets").
+# (tables, Elasticsearch node, MLflow store; an earlier run's state is removed first) under
+# $SWEEP_ROOT, and its ground-truth P@10 of BM25, the profile baseline and v5 printed, and
+# the retrievers' pools and pipelines (docs/TRAINING.md, "Small training sets").
 # About 6 minutes a tiny dataset on 2 cores; PRESET=demo runs the demo's scale (~20 min each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,10 @@ quick_titles=()
 while read -r name rest; do
   [ -z "$name" ] && continue
   root=$(realpath -m "$ROOT/$name")
+  # Each dataset starts from nothing. `--fresh` only forgets the run's steps: an earlier
+  # run's registry would still hold a champion, which the gate would then weigh the new
+  # models against instead of BM25's order, and serving would start from it.
+  rm -rf "$root"
   mkdir -p "$root"
   overrides=()
   for setting in $rest; do overrides+=(--set "$setting"); done
