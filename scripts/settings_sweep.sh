@@ -19,6 +19,8 @@ quick_titles=()
 
 while read -r name rest; do
   [ -z "$name" ] && continue
+  # the name becomes a folder that is removed below: a plain word, never a path
+  [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || { echo "sweep: dataset name '$name' is not a plain word" >&2; exit 2; }
   root=$(realpath -m "$ROOT/$name")
   # Each dataset starts from nothing. `--fresh` only forgets the run's steps: an earlier
   # run's registry would still hold a champion, which the gate would then weigh the new
