@@ -224,6 +224,25 @@ class QueriesConfig(_Section):
     max_terms: int = Field(gt=0)
     drop_first_fields: list[str]
     negative_fraction: float = Field(gt=0, le=1)
+    # The query's jobs (`features.queries.coherent_jobs`): a job whose mean TF-IDF cosine with
+    # the candidate's other jobs, over `coherence_fields`, is below this leaves the query
+    # (0: every job, the paper's query); the two most coherent jobs always stay.
+    min_coherence: float = Field(default=0.0, ge=0, lt=1)
+    coherence_fields: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _coherence_has_text(self) -> QueriesConfig:
+        if self.min_coherence > 0 and not self.coherence_fields:
+            raise ValueError(
+                "queries.min_coherence > 0 needs queries.coherence_fields, the text it compares"
+            )
+        return self
+
+    @property
+    def text_fields(self) -> list[str]:
+        """The job fields a query reads: its own `fields`, then the coherence's others."""
+        extra = self.coherence_fields if self.min_coherence > 0 else []
+        return [*self.fields, *[f for f in extra if f not in self.fields]]
 
 
 class RetrievalConfig(_Section):

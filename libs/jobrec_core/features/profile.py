@@ -30,8 +30,9 @@ word, job or neighbour; :func:`with_profile_features` runs it per candidate in S
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -270,12 +271,33 @@ def tfidf_rows(vocabulary: Vocabulary, texts: list[np.ndarray]) -> TfidfRows:
     an empty text is a row without entries."""
     lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
     if not lengths.sum():
-        none = np.zeros(0, dtype=np.int64)
-        return TfidfRows(np.zeros(len(texts) + 1, dtype=np.int64), none, np.zeros(0), none)
+        return _empty_rows(len(texts))
     distinct, word_of = vocabulary.distinct(vocabulary.text_ids(texts))
     idf = vocabulary.idf_of(distinct).astype(np.float64)
     starts, words, values = _unit_tfidf_rows(word_of.astype(np.int64), lengths, idf)
     return TfidfRows(starts, words, values, distinct)
+
+
+def word_tfidf_rows(texts: Sequence[Sequence[str]], idf: Mapping[str, float]) -> TfidfRows:
+    """:func:`tfidf_rows` of texts given as words, with the IDF of a word -> IDF mapping (a
+    word without one weighs nothing): for the query's choice of jobs
+    (`features.queries.coherent_jobs`), which has no word vectors at hand. The columns are
+    the words in order of first appearance."""
+    lengths = np.fromiter((len(t) for t in texts), dtype=np.int64, count=len(texts))
+    if not lengths.sum():
+        return _empty_rows(len(texts))
+    word_of, distinct = pd.factorize(
+        np.fromiter(chain.from_iterable(texts), dtype=object, count=int(lengths.sum()))
+    )
+    weights = np.fromiter((idf.get(w, 0.0) for w in distinct), np.float64, count=distinct.size)
+    starts, words, values = _unit_tfidf_rows(word_of.astype(np.int64), lengths, weights)
+    return TfidfRows(starts, words, values, np.arange(distinct.size))
+
+
+def _empty_rows(count: int) -> TfidfRows:
+    """`count` rows without entries."""
+    none = np.zeros(0, dtype=np.int64)
+    return TfidfRows(np.zeros(count + 1, dtype=np.int64), none, np.zeros(0), none)
 
 
 @njit(cache=True, nogil=True)
@@ -323,8 +345,14 @@ def coherence_weights(own: TfidfRows) -> np.ndarray:
     dataset; docs/PAIRS.md), never on the ground truth."""
     if own.count < 2:
         return np.ones(own.count)
-    cosines = _pair_cosines(own.starts, own.words, own.values, own.distinct.size)
-    return np.clip(cosines.sum(axis=1) / (own.count - 1), COHERENCE_FLOOR, None) ** 2
+    return np.clip(mean_cosines_to_others(own), COHERENCE_FLOOR, None) ** 2
+
+
+def mean_cosines_to_others(rows: TfidfRows) -> np.ndarray:
+    """Each row's mean cosine with the other rows (at least two rows): how much a job agrees
+    with the candidate's other jobs."""
+    cosines = _pair_cosines(rows.starts, rows.words, rows.values, rows.distinct.size)
+    return cosines.sum(axis=1) / (rows.count - 1)
 
 
 @njit(cache=True, nogil=True)

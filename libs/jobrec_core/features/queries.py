@@ -20,6 +20,16 @@ The protection of shared words applies to step 2, as in the paper ("we make sure
 words that appear in multiple job ids even if their idf is small"); step 1 drops a
 requirement-summary-only word even when it is shared.
 
+Before all this, the query's jobs are chosen (`queries.min_coherence`, :func:`coherent_jobs`;
+0 keeps every job, the paper's query). A share of any candidate's interest is noise: jobs
+unlike the rest, from another occupation. Their words fill the query, so BM25's pool fills
+with their kind of job. A job whose whole text (`queries.coherence_fields`, descriptions
+included) has a mean TF-IDF cosine with the candidate's other jobs below the floor leaves the
+query; the two most coherent jobs always stay, since with two jobs that disagree neither is
+known to be the stray one. The floor was chosen on the dev candidates' held-out-interest MRR,
+never on the ground truth (docs/RETRIEVAL.md). The candidate-profile features still read every
+own job, each weighed by the same coherence (`features.profile.coherence_weights`).
+
 The negative query keeps a random `queries.negative_fraction` (1/6) of the terms, at least
 one, drawn with a generator seeded by the run seed and the candidate id.
 """
@@ -29,6 +39,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 import pandas as pd
@@ -37,6 +48,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.config import QueriesConfig
+from jobrec_core.features.profile import mean_cosines_to_others, word_tfidf_rows
 from jobrec_core.text.tokens import tokens_column
 from jobrec_core.text.vectors import words_and_idf_of, worker_cached
 
@@ -112,6 +124,40 @@ def build_query(
     return kept, [in_jobs[t] / len(jobs) for t in kept]
 
 
+# The jobs a query always keeps, however little they agree with each other (`coherent_jobs`).
+ALWAYS_KEPT = 2
+
+
+def coherent_jobs(
+    jobs: Sequence[JobFields], idf: Mapping[str, float], settings: QueriesConfig
+) -> list[JobFields]:
+    """The jobs the query is built from, in their order: those whose mean TF-IDF cosine with
+    the others, over `settings.coherence_fields`, is at least `settings.min_coherence`, and
+    the `ALWAYS_KEPT` most coherent (the first among equals) whatever their score."""
+    if settings.min_coherence <= 0 or len(jobs) <= ALWAYS_KEPT:
+        return list(jobs)
+    texts = [
+        list(chain.from_iterable(job.get(f, ()) for f in settings.coherence_fields)) for job in jobs
+    ]
+    coherence = mean_cosines_to_others(word_tfidf_rows(texts, idf))
+    kept = coherence >= settings.min_coherence
+    kept[np.argsort(-coherence, kind="stable")[:ALWAYS_KEPT]] = True
+    return [job for job, keep in zip(jobs, kept, strict=True) if keep]
+
+
+def candidate_query(
+    jobs: Sequence[JobFields], idf: Mapping[str, float], settings: QueriesConfig
+) -> tuple[list[str], list[float]]:
+    """:func:`build_query` of the :func:`coherent_jobs` among `jobs`, with `settings`."""
+    return build_query(
+        coherent_jobs(jobs, idf, settings),
+        settings.fields,
+        idf,
+        settings.max_terms,
+        settings.drop_first_fields,
+    )
+
+
 def candidate_rng(seed: int, candidate_id: int, purpose: str) -> np.random.Generator:
     """A generator that depends only on the run seed, the candidate and what it is for."""
     return np.random.default_rng([seed, candidate_id, zlib.crc32(purpose.encode())])
@@ -132,10 +178,11 @@ QUERY_SCHEMA = (
 )
 
 
-def query_inputs(candidates: DataFrame, jobs: DataFrame, fields: list[str]) -> DataFrame:
-    """Per candidate, the query fields' tokens of each job other than the positive (every job
-    when `positive_job_id` is null, as for recommendations), in the candidate's order:
-    `candidate_id, positive_job_id, own_job_ids, jobs`."""
+def query_inputs(candidates: DataFrame, jobs: DataFrame, settings: QueriesConfig) -> DataFrame:
+    """Per candidate, the tokens of `settings.text_fields` of each job other than the
+    positive (every job when `positive_job_id` is null, as for recommendations), in the
+    candidate's order: `candidate_id, positive_job_id, own_job_ids, jobs`."""
+    fields = settings.text_fields
     elements = candidates.select(
         "candidate_id",
         "positive_job_id",
@@ -168,19 +215,15 @@ def build_queries(
 ) -> DataFrame:
     """`query_inputs` -> the query and the negative query of each candidate (`idf`: the
     broadcast (words, idf) of the embeddings' IDF table)."""
-    fields = list(settings.fields)
+    fields = settings.text_fields
 
     def run(frames: Iterable[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         weights = idf_lookup(version, idf)
         for frame in frames:
             queries, shares, negatives = [], [], []
             for candidate, jobs in zip(frame["candidate_id"], frame["jobs"], strict=True):
-                terms, share = build_query(
-                    [{f: job[f] for f in fields} for job in jobs],
-                    fields,
-                    weights,
-                    settings.max_terms,
-                    settings.drop_first_fields,
+                terms, share = candidate_query(
+                    [{f: job[f] for f in fields} for job in jobs], weights, settings
                 )
                 rng = candidate_rng(seed, int(candidate), "negative query")
                 queries.append(terms)
@@ -207,13 +250,11 @@ def request_query(
     weights: Mapping[str, float],
     settings: QueriesConfig,
 ) -> pd.DataFrame:
-    """The queries frame of one candidate given as `job_ids` in their order, each with its
-    query fields' tokens in `jobs`: :func:`candidate_queries`'s row (all the jobs, none held
-    out) built in this process, for a request answered without Spark. The shares are float32,
-    as Spark stores them, so the model reads the same numbers."""
-    terms, share = build_query(
-        jobs, list(settings.fields), weights, settings.max_terms, settings.drop_first_fields
-    )
+    """The queries frame of one candidate given as `job_ids` in their order, each with the
+    tokens of `settings.text_fields` in `jobs`: :func:`candidate_queries`'s row (all the jobs,
+    none held out) built in this process, for a request answered without Spark. The shares
+    are float32, as Spark stores them, so the model reads the same numbers."""
+    terms, share = candidate_query(jobs, weights, settings)
     own = [int(j) for j in job_ids]
     return pd.DataFrame(
         {
@@ -247,7 +288,7 @@ def candidate_queries(
     inputs = query_inputs(
         candidates.select("candidate_id", "sequence", positive.alias("positive_job_id")),
         jobs,
-        list(settings.fields),
+        settings,
     )
     queries = build_queries(inputs, version, words_and_idf, settings, seed)
     if not hold_out:

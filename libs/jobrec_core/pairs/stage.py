@@ -177,7 +177,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     log.info("build_pairs: searching %s (embeddings %s)", index, embeddings["version"])
 
     queries_path = table_path(config, "silver", "queries")
-    inputs = query_inputs(candidates, jobs, list(config.queries.fields))
+    inputs = query_inputs(candidates, jobs, config.queries)
     queries_frame = build_queries(
         inputs, str(embeddings["version"]), words_and_idf, config.queries, seed
     )
@@ -395,7 +395,7 @@ def _more_training_lists(
     inputs = query_inputs(
         held_out.select(F.col("list_id").alias("candidate_id"), "sequence", "positive_job_id"),
         jobs,
-        list(config.queries.fields),
+        config.queries,
     )
     lists_path = table_path(config, "silver", "training_lists")
     with _step(spark, "queries of the further training lists (silver/training_lists)"):

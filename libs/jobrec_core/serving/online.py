@@ -158,7 +158,7 @@ class OnlineRecommender:
 
     config: JobrecConfig
     pipeline: Pipeline  # built on `InMemoryInputs`: no Spark job per request
-    catalogue: pd.DataFrame  # by `job_id`: `title` and the query fields' `<field>_tokens`
+    catalogue: pd.DataFrame  # by `job_id`: `title` and `<field>_tokens` of `queries.text_fields`
     idf: Mapping[str, float]  # word -> IDF of the run's embeddings, for the query's cap
     model: str
     index: str
@@ -170,7 +170,7 @@ class OnlineRecommender:
         """The request's top `evaluation.k`, best first, with the time of each part."""
         timings = dict.fromkeys(PARTS, 0.0)
         started = time.perf_counter()
-        fields = list(self.config.queries.fields)
+        fields = self.config.queries.text_fields
         ids = [j.job_id for j in request.jobs]
         own = self.catalogue.loc[ids, [tokens_column(f) for f in fields]]
         frame = request_query(

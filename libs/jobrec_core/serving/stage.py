@@ -177,16 +177,15 @@ def run_recommend(
 
 def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecommender:
     """The served ranker (loaded once, as `run_recommend` does per run) and the pipeline on the
-    run's inputs collected into memory, with each job's title and query fields; Spark is
-    needed only here. One request is answered before returning, so that loading the word
+    run's inputs collected into memory, with each job's title and the fields its queries read;
+    Spark is needed only here. One request is answered before returning, so that loading the word
     vectors, the IDF vocabulary and the network (seconds) falls on start-up, not on the first
     client."""
     ranker = served_ranker(None, config)
     inputs = ranking_inputs(spark, config, ship_tables=False)
     local = in_memory(inputs)
-    fields = list(config.queries.fields)
     catalogue = inputs.jobs.select(
-        "job_id", "title", *[tokens_column(f) for f in fields]
+        "job_id", "title", *[tokens_column(f) for f in config.queries.text_fields]
     ).toPandas()
     recommender = OnlineRecommender(
         config=config,

@@ -1,13 +1,18 @@
 """The query bag of words: worked examples of each rule of the cap and of how they interact."""
 
 import numpy as np
+import pytest
+from pydantic import ValidationError
 
-from jobrec_core.config import load_config
+from jobrec_core.config import QueriesConfig, load_config
+from jobrec_core.features.profile import mean_cosines_to_others, word_tfidf_rows
 from jobrec_core.features.queries import (
     QueryTerm,
     build_query,
+    candidate_query,
     candidate_rng,
     cap_terms,
+    coherent_jobs,
     collect_terms,
     negative_query,
     request_query,
@@ -134,7 +139,7 @@ def test_negative_query_keeps_at_least_one_term():
 
 
 def test_a_request_query_is_the_queries_frame_row_of_all_its_jobs():
-    settings = load_config("local", [], REPO / "conf").queries
+    settings = load_config("local", ["queries.min_coherence=0"], REPO / "conf").queries
     jobs = [{"title": ["nurse"]}, {"title": ["nurse", "ward"]}, {"title": ["nurse"]}]
     frame = request_query(86494, [17, 42, 17], jobs, {}, settings)
     assert tuple(frame.columns) == QUERY_COLUMNS and len(frame) == 1
@@ -145,3 +150,86 @@ def test_a_request_query_is_the_queries_frame_row_of_all_its_jobs():
     # float32, as Spark stores the shares: the model reads the same numbers either way
     assert row["query_job_share"].dtype == np.float32
     assert row["query_job_share"].tolist() == [1.0, np.float32(1 / 3)]
+
+
+def coherence_settings(floor: float) -> QueriesConfig:
+    return QueriesConfig(
+        fields=["title"],
+        max_terms=300,
+        drop_first_fields=[],
+        negative_fraction=1 / 6,
+        min_coherence=floor,
+        coherence_fields=["title", "description"],
+    )
+
+
+NURSE_JOBS = [
+    {"title": ["nurse", "icu"], "description": ["patient", "care", "ward"]},
+    {"title": ["welder"], "description": ["steel", "torch"]},  # the stray interest
+    {"title": ["nurse"], "description": ["patient", "ward", "night"]},
+    {"title": ["nurse", "ward"], "description": ["care", "patient"]},
+]
+IDF = {
+    "nurse": 1.0,
+    "icu": 3.0,
+    "patient": 1.5,
+    "care": 1.2,
+    "ward": 2.0,
+    "night": 2.5,
+    "welder": 4.0,
+    "steel": 3.5,
+    "torch": 3.5,
+}
+
+
+def test_a_job_unlike_the_others_leaves_the_query():
+    kept = coherent_jobs(NURSE_JOBS, IDF, coherence_settings(0.05))
+    assert kept == [NURSE_JOBS[0], NURSE_JOBS[2], NURSE_JOBS[3]]  # in their order
+    terms, share = candidate_query(NURSE_JOBS, IDF, coherence_settings(0.05))
+    assert terms == ["nurse", "icu", "ward"]
+    assert share == [1.0, 1 / 3, 1 / 3]  # shares of the jobs the query kept
+
+
+def test_a_zero_floor_is_the_papers_query_of_every_job():
+    assert coherent_jobs(NURSE_JOBS, IDF, coherence_settings(0.0)) == NURSE_JOBS
+    terms, _ = candidate_query(NURSE_JOBS, IDF, coherence_settings(0.0))
+    assert terms == ["nurse", "icu", "welder", "ward"]
+
+
+def test_the_two_most_coherent_jobs_stay_whatever_the_floor():
+    unrelated = [{"title": [w]} for w in ("baker", "pilot", "miner")]
+    # nothing in common: all tie at 0, the first two stay
+    assert coherent_jobs(unrelated, {}, coherence_settings(0.5)) == unrelated[:2]
+    # two jobs that disagree: neither is known to be the stray one
+    assert coherent_jobs(NURSE_JOBS[:2], IDF, coherence_settings(0.99)) == NURSE_JOBS[:2]
+    assert coherent_jobs(NURSE_JOBS, IDF, coherence_settings(0.99)) != NURSE_JOBS
+
+
+def test_coherence_is_the_mean_cosine_of_sublinear_tfidf_vectors():
+    texts = [["a", "a", "b"], ["b", "c"], ["a", "c", "c", "c"], []]
+    idf = {"a": 2.0, "b": 1.0}  # "c" has no IDF: it weighs nothing
+    vocabulary = ["a", "b", "c"]
+    dense = np.zeros((len(texts), 3))
+    for row, text in enumerate(texts):
+        for word in set(text):
+            dense[row, vocabulary.index(word)] = (1 + np.log(text.count(word))) * idf.get(word, 0)
+    norms = np.linalg.norm(dense, axis=1, keepdims=True)
+    dense = np.divide(dense, norms, out=np.zeros_like(dense), where=norms > 0)
+    cosines = dense @ dense.T
+    np.fill_diagonal(cosines, 0)
+    expected = cosines.sum(axis=1) / (len(texts) - 1)
+    np.testing.assert_allclose(mean_cosines_to_others(word_tfidf_rows(texts, idf)), expected)
+
+
+def test_a_floor_needs_the_text_it_compares():
+    with pytest.raises(ValidationError, match="coherence_fields"):
+        QueriesConfig(
+            fields=["title"],
+            max_terms=300,
+            drop_first_fields=[],
+            negative_fraction=0.5,
+            min_coherence=0.1,
+        )
+    settings = coherence_settings(0.1)
+    assert settings.text_fields == ["title", "description"]
+    assert coherence_settings(0.0).text_fields == ["title"]
