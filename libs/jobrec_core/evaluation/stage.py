@@ -262,9 +262,9 @@ def with_ground_truth(points: list[CurvePoint], rows: list[GroundTruthRow]) -> l
 # --- 3. ground truth ----------------------------------------------------------------------------
 
 
-def held_out_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> DataFrame:
-    """A seeded sample of cleaned candidates in no split at all: none a model learns on, is
-    selected on (dev) or is promoted on (test)."""
+def unsplit_candidates(spark: SparkSession, config: JobrecConfig) -> DataFrame:
+    """The cleaned candidates in no split at all: none a model learns on, is selected on
+    (dev) or is promoted on (test)."""
     pairs = manifest.current(config, "pairs")
     used = (
         read_delta(spark, str(pairs["triples"]))
@@ -272,15 +272,22 @@ def held_out_candidates(spark: SparkSession, config: JobrecConfig, count: int) -
         .unionByName(read_delta(spark, str(pairs["map_sets"])).select("candidate_id"))
         .distinct()
     )
-    return (
-        read_delta(spark, table_path(config, "silver", "candidates"))
-        .join(used, "candidate_id", "left_anti")
-        .orderBy(
-            F.xxhash64(F.lit(config.run.seed), F.lit("ground truth"), "candidate_id"),
-            "candidate_id",
-        )
-        .limit(count)
+    return read_delta(spark, table_path(config, "silver", "candidates")).join(
+        used, "candidate_id", "left_anti"
     )
+
+
+def seeded_sample(frame: DataFrame, seed: int, purpose: str, count: int) -> DataFrame:
+    """`count` rows of `frame` (with `candidate_id`) in the order of a hash of (`seed`,
+    `purpose`, candidate): the same sample on every run, another for another purpose."""
+    return frame.orderBy(
+        F.xxhash64(F.lit(seed), F.lit(purpose), "candidate_id"), "candidate_id"
+    ).limit(count)
+
+
+def held_out_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> DataFrame:
+    """A seeded sample of :func:`unsplit_candidates`: the evaluation's candidates."""
+    return seeded_sample(unsplit_candidates(spark, config), config.run.seed, "ground truth", count)
 
 
 def _scored_pools(
@@ -507,13 +514,13 @@ def tune_knn(
     index = ivf_index(memory, settings.probes)
     pairs = manifest.current(config, "pairs")
     dev = read_delta(spark, str(pairs["triples"])).where(F.col("split") == "dev")
-    candidates = (
-        read_delta(spark, table_path(config, "silver", "candidates"))
-        .join(dev.select("candidate_id").distinct(), "candidate_id")
-        .orderBy(
-            F.xxhash64(F.lit(config.run.seed), F.lit("knn dev"), "candidate_id"), "candidate_id"
-        )
-        .limit(settings.dev_candidates)
+    candidates = seeded_sample(
+        read_delta(spark, table_path(config, "silver", "candidates")).join(
+            dev.select("candidate_id").distinct(), "candidate_id"
+        ),
+        config.run.seed,
+        "knn dev",
+        settings.dev_candidates,
     )
     queries = queries_of(config, inputs, candidates, hold_out=True).cache()
     log.info("evaluation 5/5: kNN memory of %d candidates; choosing k and λ on dev", len(memory))

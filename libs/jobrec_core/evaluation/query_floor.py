@@ -1,0 +1,149 @@
+"""How `queries.min_coherence` was chosen: each floor's BM25 query on held-out interest.
+
+For a seeded sample of cleaned candidates that no split and no evaluation uses, each
+candidate's highest-scored job is held out and the query is built from their other jobs,
+once per floor (`features.queries.coherent_jobs`). BM25's pool of each query, in BM25's own
+order, gives the held-out job's reciprocal rank (0 when the pool lacks it). Every floor is
+paired per candidate against the paper's query (floor 0). No model is involved, and nothing
+reads the ground truth: the metric exists on real data, so it is what chooses the floor.
+
+The sample is drawn from all cleaned candidates, not from the splits: a split keeps only the
+candidates whose held-out job today's query found, which would favour today's floor.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+
+from jobrec_core.config import JobrecConfig
+from jobrec_core.evaluation.held_out import with_held_out_label
+from jobrec_core.evaluation.protocols import ranked_by
+from jobrec_core.evaluation.stage import held_out_candidates, seeded_sample, unsplit_candidates
+from jobrec_core.platform.progress import spark_progress
+from jobrec_core.platform.spark import arrow_batch, arrow_to_pandas
+from jobrec_core.ranking.factory import RankingInputs, queries_of, ranking_inputs, retriever_step
+from jobrec_core.ranking.metrics import reciprocal_rank
+from jobrec_core.ranking.statistics import Interval, PairedDifference, bootstrap_mean
+from jobrec_core.ranking.statistics import paired_difference as paired
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    """One floor's held-out MRR over BM25's pools, and its difference from floor 0."""
+
+    floor: float
+    mrr: Interval
+    found: float  # the share of queries whose pool holds the held-out job
+    versus_paper: PairedDifference | None  # None for floor 0 itself
+
+
+def sample_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> DataFrame:
+    """`count` cleaned candidates (seeded) outside every split and every evaluation sample."""
+    settings = config.evaluation
+    evaluated = held_out_candidates(
+        spark,
+        config,
+        max(
+            settings.ground_truth_candidates,
+            settings.held_out_candidates,
+            settings.retriever_candidates,
+        ),
+    )
+    unused = unsplit_candidates(spark, config).join(evaluated, "candidate_id", "left_anti")
+    return seeded_sample(unused, config.run.seed, "query floor", count)
+
+
+def with_floor(config: JobrecConfig, floor: float) -> JobrecConfig:
+    """`config` with `queries.min_coherence` := `floor`."""
+    queries = config.queries.model_copy(update={"min_coherence": floor})
+    return config.model_copy(update={"queries": queries})
+
+
+def held_out_reciprocal_ranks(
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    candidates: DataFrame,
+) -> pd.Series:
+    """candidate id -> the held-out job's reciprocal rank in BM25's pool of the query of the
+    candidate's other jobs, built with `config.queries`; 0 where the pool lacks it."""
+    queries = queries_of(config, inputs, candidates, hold_out=True).cache()
+    scored = retriever_step(config, inputs, retriever="bm25").transform_spark(queries)
+    labelled = with_held_out_label(scored.select("candidate_id", "job_id", "score"), queries)
+    with arrow_batch(spark, config.histograms.map_queries_per_batch):
+        frame = arrow_to_pandas(labelled)
+    asked = arrow_to_pandas(queries.select("candidate_id"))["candidate_id"]
+    queries.unpersist()
+    ranked = ranked_by(frame, "score")
+    ranks = pd.Series(
+        reciprocal_rank(ranked, config.retrieval.top_k),
+        index=np.unique(frame["candidate_id"].to_numpy()),
+    )
+    return ranks.reindex(np.sort(asked.to_numpy()), fill_value=0.0)
+
+
+def choose_query_floor(
+    spark: SparkSession, config: JobrecConfig, floors: Sequence[float], count: int
+) -> list[FloorRow]:
+    """Every floor of `floors` (0, the paper's query, first) on `count` candidates."""
+    if not floors or floors[0] != 0:
+        raise ValueError(f"the floors must start with 0, the paper's query: got {list(floors)}")
+    inputs = ranking_inputs(spark, config, ship_tables=False)
+    candidates = sample_candidates(spark, config, count).cache()
+    resamples, seed = config.evaluation.bootstrap_resamples, config.run.seed
+    rows: list[FloorRow] = []
+    paper: pd.Series | None = None
+    for floor in floors:
+        with spark_progress(spark, f"query floor {floor}: held-out queries through BM25"):
+            ranks = held_out_reciprocal_ranks(spark, with_floor(config, floor), inputs, candidates)
+        log.info("query floor %s: held-out MRR %.4f on %d queries", floor, ranks.mean(), len(ranks))
+        versus = None
+        if paper is None:
+            paper = ranks
+        else:
+            versus = paired(ranks.to_numpy(), paper.to_numpy(), resamples, seed)
+        rows.append(
+            FloorRow(
+                floor,
+                bootstrap_mean(ranks.to_numpy(), resamples, seed),
+                float((ranks > 0).mean()),
+                versus,
+            )
+        )
+    candidates.unpersist()
+    return rows
+
+
+def chosen_floor(rows: Sequence[FloorRow]) -> float:
+    """The floor with the highest held-out MRR among those significantly above the paper's
+    query (the paired interval above zero); 0 when none is."""
+    better = [r for r in rows if r.versus_paper is not None and r.versus_paper.low > 0]
+    return max(better, key=lambda r: (r.mrr.mean, -r.floor)).floor if better else 0.0
+
+
+def floor_table(rows: Sequence[FloorRow], candidates: int) -> list[str]:
+    """The printed table."""
+    lines = [
+        f"Query floor (queries.min_coherence): {candidates:,} candidates' held-out interest "
+        "through BM25's pool, paired against the paper's query (floor 0)",
+        "  floor  held-out MRR          95% CI  found   vs floor 0            95% CI       p",
+    ]
+    for row in rows:
+        line = (
+            f"  {row.floor:5.2f}        {row.mrr.mean:.4f}  [{row.mrr.low:.4f}, {row.mrr.high:.4f}]"
+            f"  {row.found:5.3f}"
+        )
+        if row.versus_paper is not None:
+            v = row.versus_paper
+            line += f"  {v.mean:+.4f}  [{v.low:+.4f}, {v.high:+.4f}]  {v.p_value:.4f}"
+        lines.append(line)
+    lines.append(f"  chosen: {chosen_floor(rows)} (the highest MRR significantly above floor 0)")
+    return lines

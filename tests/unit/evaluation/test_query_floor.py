@@ -1,0 +1,42 @@
+"""The floor chosen from the paired table, and the command's floors."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from jobrec_core.entrypoints.choose_query_floor import floors_of
+from jobrec_core.evaluation.query_floor import FloorRow, chosen_floor
+from jobrec_core.ranking.statistics import Interval, PairedDifference
+
+
+def row(floor: float, mrr: float, low: float | None) -> FloorRow:
+    versus = None if low is None else PairedDifference(mrr - 0.05, low, low + 0.02, 0.01, 1, 0, 0)
+    return FloorRow(floor, Interval(mrr, mrr - 0.01, mrr + 0.01), 0.5, versus)
+
+
+def test_the_best_floor_significantly_above_the_papers_query_is_chosen():
+    rows = [
+        row(0, 0.05, None),
+        row(0.02, 0.06, 0.001),
+        row(0.05, 0.07, 0.002),
+        row(0.1, 0.08, -0.001),
+    ]
+    assert chosen_floor(rows) == 0.05  # 0.1 is higher, but not significantly above floor 0
+
+
+def test_without_a_significant_gain_the_papers_query_stays():
+    assert chosen_floor([row(0, 0.05, None), row(0.05, 0.06, -0.002)]) == 0.0
+    assert chosen_floor([row(0, 0.05, None)]) == 0.0
+
+
+def test_among_equal_mrrs_the_lower_floor_wins():
+    assert chosen_floor([row(0, 0.05, None), row(0.05, 0.07, 0.01), row(0.08, 0.07, 0.01)]) == 0.05
+
+
+def test_floors_start_with_the_papers_query():
+    assert floors_of("0,0.05,0.1") == [0.0, 0.05, 0.1]
+    for bad in ("0.05,0", "0,x", "0,1.5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            floors_of(bad)
