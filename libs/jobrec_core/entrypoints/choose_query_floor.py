@@ -27,8 +27,8 @@ def floors_of(text: str) -> list[float]:
         floors = [float(part) for part in text.split(",")]
     except ValueError as error:
         raise argparse.ArgumentTypeError(f"--floors: numbers, comma-separated ({error})") from None
-    if floors[0] != 0 or any(not 0 <= f < 1 for f in floors):
-        raise argparse.ArgumentTypeError("--floors: 0 first (the paper's query), each in [0, 1)")
+    if floors[0] != 0 or any(not 0 <= f < 1 for f in floors) or len(set(floors)) < len(floors):
+        raise argparse.ArgumentTypeError("--floors: 0 first, then distinct floors in [0, 1)")
     return floors
 
 

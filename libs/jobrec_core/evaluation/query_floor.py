@@ -29,10 +29,16 @@ from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.spark import arrow_batch, arrow_to_pandas
 from jobrec_core.ranking.factory import RankingInputs, queries_of, ranking_inputs, retriever_step
 from jobrec_core.ranking.metrics import reciprocal_rank
-from jobrec_core.ranking.statistics import Interval, PairedDifference, bootstrap_mean
-from jobrec_core.ranking.statistics import paired_difference as paired
+from jobrec_core.ranking.statistics import (
+    Interval,
+    PairedDifference,
+    against_reference,
+    bootstrap_mean,
+)
 
 log = logging.getLogger(__name__)
+
+SIGNIFICANCE = 0.05  # the Holm-corrected p a floor must be below to replace the paper's query
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class FloorRow:
     mrr: Interval
     found: float  # the share of queries whose pool holds the held-out job
     versus_paper: PairedDifference | None  # None for floor 0 itself
+    p_holm: float  # versus_paper's p-value, Holm-corrected across the floors; NaN for floor 0
 
 
 def sample_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> DataFrame:
@@ -94,38 +101,39 @@ def choose_query_floor(
     spark: SparkSession, config: JobrecConfig, floors: Sequence[float], count: int
 ) -> list[FloorRow]:
     """Every floor of `floors` (0, the paper's query, first) on `count` candidates."""
-    if not floors or floors[0] != 0:
-        raise ValueError(f"the floors must start with 0, the paper's query: got {list(floors)}")
+    if not floors or floors[0] != 0 or len(set(floors)) < len(floors):
+        raise ValueError(
+            f"the floors must start with 0, the paper's query, each once: got {list(floors)}"
+        )
     inputs = ranking_inputs(spark, config, ship_tables=False)
     candidates = sample_candidates(spark, config, count).cache()
-    resamples, seed = config.evaluation.bootstrap_resamples, config.run.seed
-    rows: list[FloorRow] = []
-    paper: pd.Series | None = None
+    ranks: dict[str, np.ndarray] = {}  # by str(floor), the statistics' ranker names
     for floor in floors:
         with spark_progress(spark, f"query floor {floor}: held-out queries through BM25"):
-            ranks = held_out_reciprocal_ranks(spark, with_floor(config, floor), inputs, candidates)
-        log.info("query floor %s: held-out MRR %.4f on %d queries", floor, ranks.mean(), len(ranks))
-        versus = None
-        if paper is None:
-            paper = ranks
-        else:
-            versus = paired(ranks.to_numpy(), paper.to_numpy(), resamples, seed)
-        rows.append(
-            FloorRow(
-                floor,
-                bootstrap_mean(ranks.to_numpy(), resamples, seed),
-                float((ranks > 0).mean()),
-                versus,
-            )
-        )
+            found = held_out_reciprocal_ranks(spark, with_floor(config, floor), inputs, candidates)
+        log.info("query floor %s: held-out MRR %.4f on %d queries", floor, found.mean(), len(found))
+        ranks[str(floor)] = found.to_numpy()
     candidates.unpersist()
+    resamples, seed = config.evaluation.bootstrap_resamples, config.run.seed
+    compared = against_reference(ranks, resamples, seed)
+    rows = []
+    for floor in floors:
+        values = ranks[str(floor)]
+        versus, p_holm = compared.get(str(floor), (None, float("nan")))
+        mrr = bootstrap_mean(values, resamples, seed)
+        rows.append(FloorRow(floor, mrr, float((values > 0).mean()), versus, p_holm))
     return rows
 
 
 def chosen_floor(rows: Sequence[FloorRow]) -> float:
     """The floor with the highest held-out MRR among those significantly above the paper's
-    query (the paired interval above zero); 0 when none is."""
-    better = [r for r in rows if r.versus_paper is not None and r.versus_paper.low > 0]
+    query (the paired interval above zero and the Holm-corrected p below 0.05); among equal
+    MRRs the lower floor; 0 when none is."""
+    better = [
+        r
+        for r in rows
+        if r.versus_paper is not None and r.versus_paper.low > 0 and r.p_holm < SIGNIFICANCE
+    ]
     return max(better, key=lambda r: (r.mrr.mean, -r.floor)).floor if better else 0.0
 
 
@@ -134,7 +142,7 @@ def floor_table(rows: Sequence[FloorRow], candidates: int) -> list[str]:
     lines = [
         f"Query floor (queries.min_coherence): {candidates:,} candidates' held-out interest "
         "through BM25's pool, paired against the paper's query (floor 0)",
-        "  floor  held-out MRR          95% CI  found   vs floor 0            95% CI       p",
+        "  floor  held-out MRR            95% CI  found  vs floor 0            95% CI  p (Holm)",
     ]
     for row in rows:
         line = (
@@ -143,7 +151,10 @@ def floor_table(rows: Sequence[FloorRow], candidates: int) -> list[str]:
         )
         if row.versus_paper is not None:
             v = row.versus_paper
-            line += f"  {v.mean:+.4f}  [{v.low:+.4f}, {v.high:+.4f}]  {v.p_value:.4f}"
+            line += f"     {v.mean:+.4f}  [{v.low:+.4f}, {v.high:+.4f}]    {row.p_holm:.4f}"
         lines.append(line)
-    lines.append(f"  chosen: {chosen_floor(rows)} (the highest MRR significantly above floor 0)")
+    lines.append(
+        f"  chosen: {chosen_floor(rows)} (the highest MRR significantly above floor 0, "
+        f"Holm-corrected p < {SIGNIFICANCE})"
+    )
     return lines
