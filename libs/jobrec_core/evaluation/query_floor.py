@@ -107,6 +107,11 @@ def choose_query_floor(
         )
     inputs = ranking_inputs(spark, config, ship_tables=False)
     candidates = sample_candidates(spark, config, count).cache()
+    if candidates.isEmpty():
+        raise ValueError(
+            "no cleaned candidate is outside the splits and the evaluation's samples: lower "
+            "evaluation.ground_truth_candidates, held_out_candidates or retriever_candidates"
+        )
     ranks: dict[str, np.ndarray] = {}  # by str(floor), the statistics' ranker names
     for floor in floors:
         with spark_progress(spark, f"query floor {floor}: held-out queries through BM25"):

@@ -13,7 +13,19 @@ from jobrec_core.evaluation.stage import held_out_candidates, unsplit_candidates
 def test_each_floor_is_paired_against_the_papers_query_on_unused_candidates(
     spark, tiny, tiny_pairs
 ):
-    config, _ = tiny
+    config = tiny[0]
+    # the tiny store's few unsplit candidates, most of them left to the floor's sample
+    config = config.model_copy(
+        update={
+            "evaluation": config.evaluation.model_copy(
+                update={
+                    "ground_truth_candidates": 10,
+                    "held_out_candidates": 10,
+                    "retriever_candidates": 10,
+                }
+            )
+        }
+    )
     sample = {r["candidate_id"] for r in sample_candidates(spark, config, 30).collect()}
     evaluated = held_out_candidates(spark, config, config.evaluation.ground_truth_candidates)
     unsplit = {r["candidate_id"] for r in unsplit_candidates(spark, config).collect()}
