@@ -116,13 +116,15 @@ def test_loader_workers_share_the_rows_in_a_fixed_order(spark, tiny, tiny_pairs)
     settings = ReaderSettings(files, 16, shuffle=True, seed=3)
 
     def rows(workers: int) -> list[tuple[float, float]]:
-        """Each triple as (its positive's, its negative's histogram sum), in streamed order."""
+        """Each triple as (its positive's, its negative's histogram sum), in streamed order;
+        summed in float64 and rounded, since a float32 sum's last bits depend on the batch
+        it was summed in."""
         return [
-            (float(p), float(n))
+            (round(float(p), 6), round(float(n), 6))
             for batch in loader(TripleStream(settings, spec), workers)
             for p, n in zip(
-                batch.positive.hist.sum(dim=(1, 2)),
-                batch.negative.hist.sum(dim=(1, 2)),
+                batch.positive.hist.double().sum(dim=(1, 2)),
+                batch.negative.hist.double().sum(dim=(1, 2)),
                 strict=True,
             )
         ]
