@@ -5,6 +5,7 @@ triple set.
     .venv/bin/python benchmarks/train.py export --preset demo --out DIR
     python benchmarks/train.py throughput --plan DIR/plan.json --device gpu --processes 1 \
         --decode-workers 0 4
+    python benchmarks/train.py parts --plan DIR/plan.json --device gpu --decode-workers 0 8
     .venv/bin/python benchmarks/train.py stream --triples 10000000 --dir /tmp/jobrec-triples
 
 `throughput` trains on the preset's stored triples (run the demo first) with plain torchrun,
@@ -12,6 +13,10 @@ once per process count, side by side in one run, and reports training triples/s 
 training passes alone (dev evaluation excluded), and apart from them the seconds the epochs'
 dev evaluations took. The baseline is the first row: `--prefetch` and `--decode-workers`
 (loader processes that read and decode, `training.decode_workers`) add rows.
+
+`parts` times a pass's parts in one process: reading and decoding alone, then also copying
+to the device with the histogram variant made on the host (the baseline) or from the stored
+counts on the device (what a GPU's training does), then the training step alone.
 
 `export` copies the configured model's plan and the Parquet files it reads into one folder
 (`--row-groups`: rewritten in that many row groups a file, so that loader workers can share them);
@@ -204,21 +209,29 @@ def pass_parts(args: argparse.Namespace) -> int:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    def timed_pass(workers: int, to_device: bool) -> tuple[int, float]:
+    def timed_pass(workers: int, stored_counts: bool | None) -> tuple[int, float]:
+        """Reading and decoding alone (`stored_counts` None), or as the training does, with
+        the histograms decoded on the host or copied as counts and made on the device."""
         started = time.perf_counter()
         stream = TripleStream(settings, spec)
-        if to_device:  # as the training does
-            rows = sum(size for size, _, _ in training_batches(stream, workers, device))
-        else:
+        if stored_counts is None:
             rows = sum(len(batch) for batch in loader(stream, workers))
+        else:
+            batches = training_batches(stream, workers, device, stored_counts)
+            rows = sum(size for size, _, _ in batches)
         synchronise()
         return rows, time.perf_counter() - started
 
+    parts = (
+        (None, "read + decode"),
+        (False, "+ copy to device (variant on the host)"),
+        (True, "+ copy to device (counts; variant there)"),
+    )
     print(f"\nTraining pass parts on {described} (batch {batch_size}, {_hardware(args.device)})")
     print(f"{'part':<44}{'workers':>8}{'triples/s':>11}{'seconds':>9}")
     for workers in args.decode_workers or [0]:
-        for to_device, part in ((False, "read + decode"), (True, "read + decode + copy to device")):
-            rows, seconds = timed_pass(workers, to_device)
+        for stored_counts, part in parts:
+            rows, seconds = timed_pass(workers, stored_counts)
             print(f"{part:<44}{workers:>8}{rows / seconds:>11,.0f}{seconds:>9.2f}")
     batches = []
     for batch in training_batches(TripleStream(settings, spec), 0, device):

@@ -11,7 +11,7 @@ Shared by training (Petastorm batches) and scoring (the registered pyfunc, the r
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any, Literal
 
@@ -172,9 +172,18 @@ def _flat_values(rows: np.ndarray | Sequence[Any], dtype: type) -> tuple[np.ndar
 
 
 def document_inputs(
-    columns: Columns, prefix: str, spec: DrmmSpec, gate: np.ndarray, mask: np.ndarray
+    columns: Columns,
+    prefix: str,
+    spec: DrmmSpec,
+    gate: np.ndarray,
+    mask: np.ndarray,
+    stored_counts: bool = False,
 ) -> DrmmInputs:
-    """One document side of a decoded batch -> model inputs (`prefix` "pos_", "neg_" or "")."""
+    """One document side of a decoded batch -> model inputs (`prefix` "pos_", "neg_" or "").
+
+    `stored_counts`: the histograms stay the stored int16 counts, padded, for
+    :func:`histogram_input` to turn into the variant where the model runs (half the bytes
+    to copy, and no table lookup on the host that feeds a GPU)."""
     # Histograms are stored for every query term (zeros where the document matches nothing),
     # so they pad to the same T as the query. The variant is computed on the stored values
     # before padding: it maps zero to zero, and the padding is most of a batch's cells.
@@ -184,15 +193,17 @@ def document_inputs(
     counts = counts.reshape(-1, width)
     lengths = np.repeat(np.asarray(columns[f"{prefix}doc_len"]), terms)  # per term, for NH
     variant: Variant = spec.histogram  # type: ignore[assignment]
+    if stored_counts and not reads_stored_counts(spec):
+        raise ValueError(f"the {variant!r} histogram needs document lengths: decoded on the host")
     if spec.field_histograms:  # the lead fields' matches, then the others'
         lead = _flat_values(columns[f"{prefix}{LEAD_HIST}"], np.int16)[0].reshape(-1, width)
+        parts = (lead, counts - lead)
         per_term = np.concatenate(
-            [transform(lead, lengths, variant), transform(counts - lead, lengths, variant)],
-            axis=1,
+            parts if stored_counts else [transform(c, lengths, variant) for c in parts], axis=1
         )
     else:
-        per_term = transform(counts, lengths, variant)
-    hist, _ = _padded(np.asarray(per_term, dtype=np.float32), terms)
+        per_term = counts if stored_counts else transform(counts, lengths, variant)
+    hist, _ = _padded(np.asarray(per_term, dtype=np.int16 if stored_counts else np.float32), terms)
     extras = np.zeros((len(mask), len(spec.extras)), dtype=np.float32)
     for position, name in enumerate(spec.extras):
         extras[:, position] = columns[f"{prefix}{name}"]
@@ -223,11 +234,14 @@ def query_gate(
     return gate, mask
 
 
-def decode_triples(columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None) -> TripleBatch:
+def decode_triples(
+    columns: Columns, spec: DrmmSpec, vectors: QueryVectors | None, stored_counts: bool = False
+) -> TripleBatch:
+    """A batch of triples; `stored_counts` as in :func:`document_inputs`."""
     gate, mask = query_gate(columns, spec, vectors)
     return TripleBatch(
-        document_inputs(columns, "pos_", spec, gate, mask),
-        document_inputs(columns, "neg_", spec, gate, mask),
+        document_inputs(columns, "pos_", spec, gate, mask, stored_counts),
+        document_inputs(columns, "neg_", spec, gate, mask, stored_counts),
     )
 
 
@@ -253,16 +267,45 @@ def transform(counts: np.ndarray, doc_lengths: np.ndarray, variant: Variant) -> 
         lengths = np.maximum(np.asarray(doc_lengths, dtype=np.float32), 1.0)
         return counts / lengths.reshape(-1, *([1] * (counts.ndim - 1)))
     if np.issubdtype(counts.dtype, np.integer) and counts.dtype.itemsize <= 2:
-        # a table: log1p costs ~10x more. `& 0xFFFF` reads a negative count as uint16 would.
-        # torch's `index_select` takes int32 positions where numpy's `take` first widens them
-        # to int64: 107 us against 165 for a 100-job request's 161,000 counts, same values.
-        positions = counts.astype(np.int32).reshape(-1)  # a copy: `counts` may be read-only
-        np.bitwise_and(positions, 0xFFFF, out=positions)
-        values = torch.index_select(_LOG1P_INT16, 0, torch.from_numpy(positions))
-        return values.numpy().reshape(counts.shape)
+        # a table: log1p costs ~10x more. torch's `index_select` takes int32 positions where
+        # numpy's `take` first widens them to int64: 107 us against 165 for a 100-job
+        # request's 161,000 counts, same values.
+        positions = counts.astype(np.int32)  # a copy: `counts` may be read-only
+        return _log1p_lookup(torch.from_numpy(positions)).numpy()
     return np.log1p(counts, dtype=np.float32)
 
 
-# ln(1 + c) for every int16 count (the stored type), so LCH is a lookup; counts are never
-# negative, the upper half of the table is never read.
-_LOG1P_INT16 = torch.from_numpy(np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32))
+def reads_stored_counts(spec: DrmmSpec) -> bool:
+    """Whether the model's histogram variant follows from the stored counts alone (CH, LCH),
+    so that :func:`histogram_input` can compute it where the model runs; NH divides by each
+    document's length."""
+    return spec.histogram in ("ch", "lch")
+
+
+def histogram_input(inputs: DrmmInputs, spec: DrmmSpec) -> DrmmInputs:
+    """Inputs decoded with `stored_counts` (int16 counts) -> the variant the model reads, on
+    the inputs' device, the same float32 values as the host's :func:`transform`; inputs
+    whose histograms are already the variant are returned unchanged."""
+    if inputs.hist.dtype != torch.int16:
+        return inputs
+    counts = inputs.hist.to(torch.int32)
+    hist = counts.float() if spec.histogram == "ch" else _log1p_lookup(counts)
+    return replace(inputs, hist=hist)
+
+
+def _log1p_lookup(counts: torch.Tensor) -> torch.Tensor:
+    """ln(1 + c) of int32 counts of the int16 range, by table, on the counts' device;
+    `counts` is overwritten. `& 0xFFFF` reads a negative count as uint16 would."""
+    positions = counts.bitwise_and_(0xFFFF).reshape(-1)
+    table = _LOG1P_INT16.get(positions.device)
+    if table is None:
+        table = _LOG1P_INT16[positions.device] = _LOG1P_INT16[_CPU].to(positions.device)
+    return torch.index_select(table, 0, positions).reshape(counts.shape)
+
+
+# ln(1 + c) for every int16 count (the stored type), so LCH is a lookup, one table a device;
+# counts are never negative, the upper half of the table is never read.
+_CPU = torch.device("cpu")
+_LOG1P_INT16 = {
+    _CPU: torch.from_numpy(np.log1p(np.arange(1 << 16, dtype=np.float32), dtype=np.float32))
+}

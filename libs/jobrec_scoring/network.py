@@ -92,7 +92,8 @@ class DrmmInputs:
     """One side of a batch: B (query, document) pairs, queries padded to T terms.
 
     hist: (B, T, bins + 1) float, the histogram variant the model reads (B, T, 2 (bins + 1)
-        with `field_histograms`: the lead fields' histogram, then the other fields');
+        with `field_histograms`: the lead fields' histogram, then the other fields'), or on
+        the way to a GPU the stored int16 counts (`jobrec_scoring.inputs.histogram_input`);
     mask: (B, T) bool, True for real query terms;
     gate: (B, T, gate_dim) float, IDF or word vector per query term;
     extras: (B, E) float, raw extra features in the order of `DrmmSpec.extras` (E may be 0).

@@ -41,6 +41,8 @@ from jobrec_scoring.inputs import (
     decode_documents,
     decode_triples,
     document_columns,
+    histogram_input,
+    reads_stored_counts,
     to_bytes,
     triple_columns,
 )
@@ -323,7 +325,11 @@ class _Stream(IterableDataset):
     """One table's rows of one shard as decoded batches, for `torch.utils.data.DataLoader`."""
 
     def __init__(
-        self, settings: ReaderSettings, spec: DrmmSpec, vectors: QueryVectors | None = None
+        self,
+        settings: ReaderSettings,
+        spec: DrmmSpec,
+        vectors: QueryVectors | None = None,
+        stored_counts: bool = False,
     ) -> None:
         super().__init__()
         if (spec.gating == "embedding") != (vectors is not None):
@@ -331,6 +337,8 @@ class _Stream(IterableDataset):
         self.settings = settings
         self.spec = spec
         self.vectors = vectors
+        # histograms left as the stored counts (`jobrec_scoring.inputs.document_inputs`)
+        self.stored_counts = stored_counts
 
     def columns(self) -> list[str]:
         raise NotImplementedError
@@ -345,7 +353,7 @@ class _Stream(IterableDataset):
         if not settings.keep_in_memory:
             return decoded
         spec = json.dumps(self.spec.to_dict(), sort_keys=True)
-        key = (type(self).__name__, self.settings, spec, id(self.vectors))
+        key = (type(self).__name__, self.settings, spec, id(self.vectors), self.stored_counts)
         return kept(key, self.vectors, decoded)
 
 
@@ -358,7 +366,7 @@ class TripleStream(_Stream):
         return [*keys, *triple_columns(self.spec)]
 
     def decode(self, columns: Columns) -> TripleBatch:
-        batch = decode_triples(columns, self.spec, self.vectors)
+        batch = decode_triples(columns, self.spec, self.vectors, self.stored_counts)
         if self.settings.lists:
             batch.lists = torch.from_numpy(list_index(columns))
         return batch
@@ -371,6 +379,8 @@ class DocumentStream(_Stream):
         return document_columns(self.spec)
 
     def decode(self, columns: Columns) -> DocumentBatch:
+        if self.stored_counts:
+            raise ValueError("evaluation batches are decoded whole on the host")
         return decode_documents(columns, self.spec, self.vectors)
 
 
@@ -458,18 +468,23 @@ def loader(stream: IterableDataset, workers: int = 0, pin: bool = False) -> Data
 
 
 def training_batches(
-    stream: TripleStream, workers: int, device: torch.device
+    stream: TripleStream, workers: int, device: torch.device, stored_counts: bool | None = None
 ) -> Iterator[tuple[int, DrmmInputs, torch.Tensor | None]]:
     """A training pass's batches as (triples, both sides' inputs on `device`, positives
     first, each triple's list in the batch when the stream reads lists). On a GPU with
     loader workers, the loader's pinning thread takes each batch from its worker: the first
     reads of a worker's shared memory cost about as much as decoding it (on the H200
     machine), and would otherwise stall the thread that drives the GPU. The copies to the
-    GPU are then asynchronous, and the two sides are joined there."""
-    for batch in loader(stream, workers, pin=workers > 0 and device.type == "cuda"):
+    GPU are then asynchronous, and the two sides are joined there.
+
+    `stored_counts` (by default on a GPU, where the variant allows it): the histograms
+    travel as the stored int16 counts and become the model's variant on `device`, the same
+    values. The host that feeds a GPU bounds its training (docs/BENCHMARKS.md, "GPU
+    training"); this halves the histogram bytes it pins and copies, and drops its lookup."""
+    if stored_counts is None:
+        stored_counts = device.type == "cuda" and reads_stored_counts(stream.spec)
+    source = TripleStream(stream.settings, stream.spec, stream.vectors, stored_counts)
+    for batch in loader(source, workers, pin=workers > 0 and device.type == "cuda"):
         lists = None if batch.lists is None else batch.lists.to(device, non_blocking=True)
-        yield (
-            len(batch),
-            DrmmInputs.concat(batch.positive.to(device), batch.negative.to(device)),
-            lists,
-        )
+        both = DrmmInputs.concat(batch.positive.to(device), batch.negative.to(device))
+        yield len(batch), histogram_input(both, stream.spec), lists

@@ -34,7 +34,12 @@ from jobrec_core.platform.tables import read_delta, snapshot_files
 from jobrec_core.platform.tracking import configure_mlflow, registry_client
 from jobrec_core.serving.stage import served_ranker
 from jobrec_core.training import batches
-from jobrec_core.training.batches import ReaderSettings, TripleStream, loader
+from jobrec_core.training.batches import (
+    ReaderSettings,
+    TripleStream,
+    loader,
+    training_batches,
+)
 from jobrec_core.training.plan import TrainPlan
 from jobrec_core.training.promotion import GateFiles, promote
 from jobrec_core.training.stage import (
@@ -132,6 +137,29 @@ def test_loader_workers_share_the_rows_in_a_fixed_order(spark, tiny, tiny_pairs)
     alone, shared, shared_again = rows(0), rows(2), rows(2)
     assert sorted(shared) == sorted(alone) and len(alone) > 16
     assert shared == shared_again
+
+
+def test_training_batches_as_stored_counts_equal_the_hosts_decoding(spark, tiny, tiny_pairs):
+    """What a GPU's training reads (`stored_counts`: int16 counts copied, the variant made on
+    the device) equals the host-decoded batches, tensor for tensor, through loader workers
+    too; on a CPU the host decodes, as before."""
+    config = tiny[0]
+    files = tuple(snapshot_files(spark, manifest.current(config, "pairs")["triples"], "train"))
+    spec = spec_from_config(config, config.embeddings.vector_size)
+    stream = TripleStream(ReaderSettings(files, 16, shuffle=True, seed=3), spec)
+    cpu = torch.device("cpu")
+
+    def assert_same(first: list, second: list) -> None:
+        assert len(first) == len(second) > 1
+        for (size, inputs, _), (other_size, other, _) in zip(first, second, strict=True):
+            assert size == other_size
+            for mine, theirs in zip(inputs.tensors(), other.tensors(), strict=True):
+                torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
+
+    for workers in (0, 2):
+        host = list(training_batches(stream, workers, cpu, stored_counts=False))
+        assert_same(list(training_batches(stream, workers, cpu)), host)
+        assert_same(list(training_batches(stream, workers, cpu, stored_counts=True)), host)
 
 
 def test_evaluation_sets_are_decoded_once_and_kept(spark, tiny, tiny_pairs, monkeypatch):

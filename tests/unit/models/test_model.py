@@ -380,6 +380,50 @@ def test_ragged_histograms_decode_as_padding_then_the_variant_would(variant, fie
     np.testing.assert_array_equal(decoded, expected.astype(np.float32))
 
 
+@pytest.mark.parametrize("variant", ["ch", "lch"])
+@pytest.mark.parametrize("fields", [False, True])
+def test_stored_counts_become_the_variant_where_the_model_runs(variant, fields):
+    """A GPU's batches travel as the stored int16 counts (half the bytes) and become the
+    variant on the device: the same float32 values as the host's decoding, padding too."""
+    import pandas as pd
+
+    from jobrec_scoring.inputs import histogram_input
+
+    rng = np.random.default_rng(7)
+    terms, width = [2, 0, 3], BINS + 1
+    hist = [rng.integers(0, 3000, n * width).astype(np.int16) for n in terms]
+    frame = pd.DataFrame(
+        {
+            "query_idf": [np.ones(n, np.float32) for n in terms],
+            "hist": hist,
+            "lead_hist": [row // 3 for row in hist],
+            "doc_len": [40, 12, 90],
+        }
+    )
+    decoded_spec = spec(histogram=variant, field_histograms=fields)
+    columns = {c: np.asarray(v) for c, v in to_bytes(frame).items()}
+    gate, mask = query_gate(columns, decoded_spec, None)
+    on_host = document_inputs(columns, "", decoded_spec, gate, mask)
+    stored = document_inputs(columns, "", decoded_spec, gate, mask, stored_counts=True)
+    assert stored.hist.dtype == torch.int16 and stored.hist.shape == on_host.hist.shape
+    moved = histogram_input(stored, decoded_spec)
+    assert moved.hist.dtype == torch.float32
+    torch.testing.assert_close(moved.hist, on_host.hist, rtol=0, atol=0)
+    assert histogram_input(on_host, decoded_spec) is on_host  # already the variant
+
+
+def test_normalised_histograms_are_never_left_as_counts():
+    """NH divides by each document's length, which the model's inputs do not carry."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"query_idf": [[1.0]], "hist": [[1] * (BINS + 1)], "doc_len": [5]})
+    columns = {c: np.asarray(v) for c, v in to_bytes(frame).items()}
+    normalised = spec(histogram="nh")
+    gate, mask = query_gate(columns, normalised, None)
+    with pytest.raises(ValueError, match="document lengths"):
+        document_inputs(columns, "", normalised, gate, mask, stored_counts=True)
+
+
 def test_rebatch_keeps_every_row_once_and_shuffles_by_seed():
     groups = [{"x": np.arange(start, start + 10)} for start in range(0, 100, 10)]
 
