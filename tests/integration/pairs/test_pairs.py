@@ -332,14 +332,18 @@ def test_queries_that_keep_failing_are_quarantined(spark, tiny, tiny_indexed):
 
 
 def test_split_sizes_shrink_in_proportion_and_all_takes_the_rest():
-    config = load_config("local")
+    config = load_config("base")  # the paper's splits
     assert split_sizes(config.pairs, 1_000_000) == {
         "train": 27000, "dev": 3000, "test": 3000, "map_dev": 3000, "map_test": 3000,
     }  # fmt: skip
     small = split_sizes(config.pairs, 3900)
     assert small == {"train": 2700, "dev": 300, "test": 300, "map_dev": 300, "map_test": 300}
-    everything = split_sizes(load_config("local", ["pairs.train=all"]).pairs, 100_000)
+    everything = split_sizes(load_config("base", ["pairs.train=all"]).pairs, 100_000)
     assert everything["train"] == 100_000 - 12_000
+    # the demo's scale: as for 9,000, so that the gate's test splits get twice the share
+    demo = split_sizes(load_config("local").pairs, 2100)
+    assert demo == {"train": 900, "dev": 300, "test": 300, "map_dev": 300, "map_test": 300}
+    assert split_sizes(load_config(["local", "seed"]).pairs, 39000)["train"] == 27000
 
 
 def test_stored_searches_resume_where_a_stopped_run_stopped(spark, tiny, tiny_indexed, tmp_path):
