@@ -91,6 +91,7 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
     for held in report.held_out:
         key = _key(held.ranker)
         values[f"held_out.{key}.mrr"] = held.mrr
+        values[f"held_out.{key}.log_rank"] = held.log_rank
         values[f"held_out.{key}.recall_at_{report.k}"] = held.recall
         values[f"held_out.{key}.ndcg_at_{report.k}"] = held.ndcg
     if report.agreement is not None:

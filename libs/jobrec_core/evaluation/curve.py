@@ -14,7 +14,7 @@ class CurvePoint:
     configured: int  # the size asked for (`training.learning_curve_sizes`)
     dev_accuracy: float
     dev_map: float
-    dev_mrr: float  # held-out MRR, what the epoch was selected on
+    dev_mrr: float  # held-out MRR of the epoch kept (selected on the log-rank score)
     epochs: int
     # the model's ground-truth P@k and nDCG@k on the evaluation's ground-truth candidates
     precision: float = float("nan")

@@ -4,8 +4,10 @@ For a held-out candidate, the highest-scored of their (cleaned, so genuine) jobs
 the query is built from their other jobs, retrieved and re-ranked exactly as recommendations
 are, and the held-out job's rank in each ranker's order says how well it recovers a real
 interest: MRR over the pool (100), Recall@k and nDCG@k with the held-out job as the one
-relevant document. A candidate whose held-out job is not in the pool scores 0 for every
-ranker (the share found says how often that happens).
+relevant document, and the log-rank score (-ln rank, `ranking.metrics.log_rank_score`), which
+the comparisons with BM25 are paired on, as model selection is. A candidate whose held-out job
+is not in the pool scores 0 for every ranker, and a log-rank score of -ln 101, just past the
+pool (the share found says how often that happens).
 
 Because it needs no latent interests, this is the metric that can select and promote models;
 :func:`agreement` measures, across the rankers evaluated, how well its order matches the
@@ -24,7 +26,7 @@ from scipy.stats import kendalltau, spearmanr
 
 from jobrec_core.evaluation.ground_truth import GroundTruthRow
 from jobrec_core.evaluation.protocols import ranked_by
-from jobrec_core.ranking.metrics import ndcg_at_k, reciprocal_rank
+from jobrec_core.ranking.metrics import log_rank_score, ndcg_at_k, reciprocal_rank
 from jobrec_core.ranking.scorers import score_column_of
 from jobrec_core.ranking.statistics import (
     PairedDifference,
@@ -35,8 +37,8 @@ from jobrec_core.ranking.statistics import (
 
 @dataclass(frozen=True)
 class HeldOutRow:
-    """One ranker's MRR, Recall@k and nDCG@k of the held-out job (95% intervals), and its
-    paired MRR difference with the reference (BM25), Holm-corrected."""
+    """One ranker's MRR, Recall@k, nDCG@k and log-rank score of the held-out job (95%
+    intervals), and its paired log-rank difference with the reference (BM25), Holm-corrected."""
 
     ranker: str
     mrr: float
@@ -48,6 +50,9 @@ class HeldOutRow:
     ndcg: float
     ndcg_low: float
     ndcg_high: float
+    log_rank: float
+    log_rank_low: float
+    log_rank_high: float
     versus_reference: PairedDifference | None = None
     p_holm: float = float("nan")
 
@@ -61,7 +66,8 @@ class HeldOut:
 
 @dataclass(frozen=True)
 class Agreement:
-    """Rank correlations, across the rankers, of held-out MRR with ground-truth P@k."""
+    """Rank correlations, across the rankers, of the held-out log-rank score with ground-truth
+    P@k."""
 
     rankers: int
     spearman: float
@@ -85,13 +91,14 @@ def held_out_interest(
     if scored.empty:
         return HeldOut([], 0, float("nan"))
     ranked = {name: ranked_by(scored, score_column_of(name)) for name in rankers}
-    mrr = {name: reciprocal_rank(r, pool) for name, r in ranked.items()}
-    compared = against_reference(mrr, resamples, seed)
+    scores = {name: log_rank_score(r, pool) for name, r in ranked.items()}
+    compared = against_reference(scores, resamples, seed)
     rows = []
     for name, r in ranked.items():
-        m = bootstrap_mean(mrr[name], resamples, seed)
+        m = bootstrap_mean(reciprocal_rank(r, pool), resamples, seed)
         recall = bootstrap_mean(reciprocal_rank(r, k) > 0, resamples, seed)
         n = bootstrap_mean(ndcg_at_k(r, k), resamples, seed)
+        log_rank = bootstrap_mean(scores[name], resamples, seed)
         versus, p_holm = compared.get(name, (None, float("nan")))
         rows.append(
             HeldOutRow(
@@ -99,6 +106,7 @@ def held_out_interest(
                 *(m.mean, m.low, m.high),
                 *(recall.mean, recall.low, recall.high),
                 *(n.mean, n.low, n.high),
+                *(log_rank.mean, log_rank.low, log_rank.high),
                 versus_reference=versus,
                 p_holm=p_holm,
             )
@@ -109,10 +117,10 @@ def held_out_interest(
 
 
 def agreement(held_out: HeldOut, ground_truth: list[GroundTruthRow]) -> Agreement | None:
-    """Spearman's rho and Kendall's tau between the rankers' held-out MRR and their
+    """Spearman's rho and Kendall's tau between the rankers' held-out log-rank score and their
     ground-truth P@k; None with fewer than three rankers in both."""
     truth = {row.ranker: row.precision for row in ground_truth}
-    pairs = [(row.mrr, truth[row.ranker]) for row in held_out.rows if row.ranker in truth]
+    pairs = [(row.log_rank, truth[row.ranker]) for row in held_out.rows if row.ranker in truth]
     if len(pairs) < 3:
         return None
     ours, theirs = zip(*pairs, strict=True)

@@ -3,9 +3,11 @@
 For a seeded sample of cleaned candidates that no split and no evaluation uses, each
 candidate's highest-scored job is held out and the query is built from their other jobs,
 once per floor (`features.queries.coherent_jobs`). BM25's pool of each query, in BM25's own
-order, gives the held-out job's reciprocal rank (0 when the pool lacks it). Every floor is
-paired per candidate against the paper's query (floor 0). No model is involved, and nothing
-reads the ground truth: the metric exists on real data, so it is what chooses the floor.
+order, gives the held-out job's rank, scored as models are selected, by its log-rank score
+(`ranking.metrics.log_rank_score`; just past the pool when the pool lacks it), with the MRR
+beside it. Every floor is paired per candidate against the paper's query (floor 0). No model
+is involved, and nothing reads the ground truth: the metric exists on real data, so it is what
+chooses the floor.
 
 The sample is drawn from all cleaned candidates, not from the splits: a split keeps only the
 candidates whose held-out job today's query found, which would favour today's floor.
@@ -28,7 +30,7 @@ from jobrec_core.evaluation.stage import held_out_candidates, seeded_sample, uns
 from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.spark import arrow_batch, arrow_to_pandas
 from jobrec_core.ranking.factory import RankingInputs, queries_of, ranking_inputs, retriever_step
-from jobrec_core.ranking.metrics import reciprocal_rank
+from jobrec_core.ranking.metrics import first_relevant_rank
 from jobrec_core.ranking.statistics import (
     Interval,
     PairedDifference,
@@ -43,10 +45,12 @@ SIGNIFICANCE = 0.05  # the Holm-corrected p a floor must be below to replace the
 
 @dataclass(frozen=True)
 class FloorRow:
-    """One floor's held-out MRR over BM25's pools, and its difference from floor 0."""
+    """One floor's held-out log-rank score and MRR over BM25's pools, and its log-rank
+    difference from floor 0."""
 
     floor: float
-    mrr: Interval
+    log_rank: Interval
+    mrr: float
     found: float  # the share of queries whose pool holds the held-out job
     versus_paper: PairedDifference | None  # None for floor 0 itself
     p_holm: float  # versus_paper's p-value, Holm-corrected across the floors; NaN for floor 0
@@ -74,14 +78,15 @@ def with_floor(config: JobrecConfig, floor: float) -> JobrecConfig:
     return config.model_copy(update={"queries": queries})
 
 
-def held_out_reciprocal_ranks(
+def held_out_ranks(
     spark: SparkSession,
     config: JobrecConfig,
     inputs: RankingInputs,
     candidates: DataFrame,
 ) -> pd.Series:
-    """candidate id -> the held-out job's reciprocal rank in BM25's pool of the query of the
-    candidate's other jobs, built with `config.queries`; 0 where the pool lacks it."""
+    """candidate id -> the held-out job's rank (from 1) in BM25's pool of the query of the
+    candidate's other jobs, built with `config.queries`; just past the pool where it lacks
+    the job, or came back empty."""
     queries = queries_of(config, inputs, candidates, hold_out=True).cache()
     scored = retriever_step(config, inputs, retriever="bm25").transform_spark(queries)
     labelled = with_held_out_label(scored.select("candidate_id", "job_id", "score"), queries)
@@ -90,11 +95,12 @@ def held_out_reciprocal_ranks(
     asked = arrow_to_pandas(queries.select("candidate_id"))["candidate_id"]
     queries.unpersist()
     ranked = ranked_by(frame, "score")
+    missed = config.retrieval.top_k + 1.0
     ranks = pd.Series(
-        reciprocal_rank(ranked, config.retrieval.top_k),
+        first_relevant_rank(ranked, config.retrieval.top_k),
         index=np.unique(frame["candidate_id"].to_numpy()),
     )
-    return ranks.reindex(np.sort(asked.to_numpy()), fill_value=0.0)
+    return ranks.reindex(np.sort(asked.to_numpy()), fill_value=missed)
 
 
 def choose_query_floor(
@@ -115,31 +121,39 @@ def choose_query_floor(
     ranks: dict[str, np.ndarray] = {}  # by str(floor), the statistics' ranker names
     for floor in floors:
         with spark_progress(spark, f"query floor {floor}: held-out queries through BM25"):
-            found = held_out_reciprocal_ranks(spark, with_floor(config, floor), inputs, candidates)
-        log.info("query floor %s: held-out MRR %.4f on %d queries", floor, found.mean(), len(found))
+            found = held_out_ranks(spark, with_floor(config, floor), inputs, candidates)
+        log.info(
+            "query floor %s: held-out log-rank score %.4f on %d queries",
+            floor,
+            -np.log(found).mean(),
+            len(found),
+        )
         ranks[str(floor)] = found.to_numpy()
     candidates.unpersist()
     resamples, seed = config.evaluation.bootstrap_resamples, config.run.seed
-    compared = against_reference(ranks, resamples, seed)
+    scores = {floor: -np.log(values) for floor, values in ranks.items()}
+    compared = against_reference(scores, resamples, seed)
     rows = []
     for floor in floors:
         values = ranks[str(floor)]
+        found_share = float((values <= config.retrieval.top_k).mean())
+        mrr = float(np.where(values <= config.retrieval.top_k, 1.0 / values, 0.0).mean())
         versus, p_holm = compared.get(str(floor), (None, float("nan")))
-        mrr = bootstrap_mean(values, resamples, seed)
-        rows.append(FloorRow(floor, mrr, float((values > 0).mean()), versus, p_holm))
+        log_rank = bootstrap_mean(scores[str(floor)], resamples, seed)
+        rows.append(FloorRow(floor, log_rank, mrr, found_share, versus, p_holm))
     return rows
 
 
 def chosen_floor(rows: Sequence[FloorRow]) -> float:
-    """The floor with the highest held-out MRR among those significantly above the paper's
-    query (the paired interval above zero and the Holm-corrected p below 0.05); among equal
-    MRRs the lower floor; 0 when none is."""
+    """The floor with the highest held-out log-rank score among those significantly above the
+    paper's query (the paired interval above zero and the Holm-corrected p below 0.05); among
+    equal scores the lower floor; 0 when none is."""
     better = [
         r
         for r in rows
         if r.versus_paper is not None and r.versus_paper.low > 0 and r.p_holm < SIGNIFICANCE
     ]
-    return max(better, key=lambda r: (r.mrr.mean, -r.floor)).floor if better else 0.0
+    return max(better, key=lambda r: (r.log_rank.mean, -r.floor)).floor if better else 0.0
 
 
 def floor_table(rows: Sequence[FloorRow], candidates: int) -> list[str]:
@@ -147,19 +161,21 @@ def floor_table(rows: Sequence[FloorRow], candidates: int) -> list[str]:
     lines = [
         f"Query floor (queries.min_coherence): {candidates:,} candidates' held-out interest "
         "through BM25's pool, paired against the paper's query (floor 0)",
-        "  floor  held-out MRR            95% CI  found  vs floor 0            95% CI  p (Holm)",
+        "  floor  log-rank score              95% CI     MRR  found  vs floor 0            "
+        "95% CI  p (Holm)",
     ]
     for row in rows:
+        score = row.log_rank
         line = (
-            f"  {row.floor:5.2f}        {row.mrr.mean:.4f}  [{row.mrr.low:.4f}, {row.mrr.high:.4f}]"
-            f"  {row.found:5.3f}"
+            f"  {row.floor:5.2f}         {score.mean:+.4f}  [{score.low:+.4f}, {score.high:+.4f}]"
+            f"  {row.mrr:.4f}  {row.found:5.3f}"
         )
         if row.versus_paper is not None:
             v = row.versus_paper
             line += f"     {v.mean:+.4f}  [{v.low:+.4f}, {v.high:+.4f}]    {row.p_holm:.4f}"
         lines.append(line)
     lines.append(
-        f"  chosen: {chosen_floor(rows)} (the highest MRR significantly above floor 0, "
+        f"  chosen: {chosen_floor(rows)} (the highest log-rank score significantly above floor 0, "
         f"Holm-corrected p < {SIGNIFICANCE})"
     )
     return lines

@@ -107,11 +107,12 @@ class EvaluationReport:
                 f"{versus}{pool.held_out_found:>16.3f}"
             )
         lines += [
-            f"  Pipelines: ground truth (P@{k}, nDCG@{k}) and held-out MRR, each paired per "
-            f"candidate against {compared.reference} (Holm-corrected)",
+            f"  Pipelines: ground truth (P@{k}, nDCG@{k}) and held-out interest (MRR, the "
+            "geometric-mean rank and the log-rank score), each paired per candidate against "
+            f"{compared.reference} (Holm-corrected)",
             f"  {'pipeline':<24}{f'P@{k}':>7}{'95% CI':>16}{f'nDCG@{k}':>9}"
-            f"{f'P@{k} diff':>11}{'95% CI':>18}{'p':>8}{'MRR':>7}{'MRR diff':>10}{'95% CI':>18}"
-            f"{'p':>8}",
+            f"{f'P@{k} diff':>11}{'95% CI':>18}{'p':>8}{'MRR':>7}{'GM rank':>9}"
+            f"{'log-rank diff':>15}{'95% CI':>18}{'p':>8}",
         ]
         for row in compared.pipelines:
             line = (
@@ -119,24 +120,24 @@ class EvaluationReport:
                 f"{_interval(row.precision.low, row.precision.high):>16}{row.ndcg.mean:>9.3f}"
                 f"{_difference(row.versus_reference, row.p_holm, 11, 8)}"
             )
-            if row.held_out_mrr is not None:
-                line += f"{row.held_out_mrr.mean:>7.3f}"
-                line += _difference(row.held_out_versus, row.held_out_p_holm, 10, 8)
+            if row.held_out_mrr is not None and row.held_out_log_rank is not None:
+                line += f"{row.held_out_mrr.mean:>7.3f}{np.exp(-row.held_out_log_rank.mean):>9.2f}"
+                line += _difference(row.held_out_versus, row.held_out_p_holm, 15, 8)
             lines.append(line.rstrip())
         selected = compared.selected
         if selected is not None:
-            lines.append(f"  selected by held-out MRR: {selected.name}")
+            lines.append(f"  selected by the held-out log rank: {selected.name}")
         knn = compared.knn
         if knn is not None:
-            by_k = ", ".join(f"{k}: {mrr:.4f}" for k, mrr in knn.mrr_by_k.items())
+            by_k = ", ".join(f"{k}: {score:.4f}" for k, score in knn.log_rank_by_k.items())
             kept = "the mix" if knn.alpha < 1.0 else "the re-ranker alone (no gain above noise)"
             lines += [
                 f"  kNN (seed 003): a memory of {knn.memory:,} past candidates; on "
                 f"{knn.dev_candidates:,} dev candidates' held-out interest, k = {knn.k} "
-                f"(the votes' MRR by k: {by_k}),",
-                f"  then λ = {knn.lam:.2f}: {kept} (best dev MRR "
-                f"{max(knn.mrr_by_alpha.values(), default=float('nan')):.4f}, the re-ranker alone "
-                f"{knn.mrr_by_alpha.get(1.0, float('nan')):.4f})",
+                f"(the votes' log-rank score by k: {by_k}),",
+                f"  then λ = {knn.lam:.2f}: {kept} (best dev log-rank score "
+                f"{max(knn.log_rank_by_alpha.values(), default=float('nan')):.4f}, the re-ranker "
+                f"alone {knn.log_rank_by_alpha.get(1.0, float('nan')):.4f})",
             ]
         return lines
 
@@ -216,19 +217,21 @@ class EvaluationReport:
             "highest-scored job held out, the query from the others, the same pipeline "
             f"(held-out job in the pool for {self.held_out_found:.1%})",
             f"  {'ranker':<10}{'MRR':>8}{'95% CI':>16}{f'Recall@{k}':>11}{'95% CI':>16}"
-            f"{f'nDCG@{k}':>9}{'95% CI':>16}",
+            f"{f'nDCG@{k}':>9}{'95% CI':>16}{'log-rank':>10}{'95% CI':>18}{'GM rank':>9}",
         ]
         for row in self.held_out:
             lines.append(
                 f"  {row.ranker:<10}{row.mrr:>8.3f}{_interval(row.mrr_low, row.mrr_high):>16}"
                 f"{row.recall:>11.3f}{_interval(row.recall_low, row.recall_high):>16}"
                 f"{row.ndcg:>9.3f}{_interval(row.ndcg_low, row.ndcg_high):>16}"
+                f"{row.log_rank:>10.3f}{_interval(row.log_rank_low, row.log_rank_high):>18}"
+                f"{np.exp(-row.log_rank):>9.2f}"
             )
         compared = [row for row in self.held_out if row.versus_reference is not None]
         if compared:
             lines += [
-                "  Against BM25, paired per candidate (MRR; p: sign-flip randomisation, "
-                "Holm-corrected)",
+                "  Against BM25, paired per candidate (the log-rank score, what selects; p: "
+                "sign-flip randomisation, Holm-corrected)",
                 f"  {'ranker':<10}{'difference':>12}{'95% CI':>18}{'p':>9}"
                 f"{'wins':>7}{'ties':>7}{'losses':>8}",
             ]
@@ -237,7 +240,7 @@ class EvaluationReport:
         if self.agreement is not None:
             lines.append(
                 f"  Agreement with the ground truth across {self.agreement.rankers} rankers "
-                f"(held-out MRR vs P@{k}): Spearman {self.agreement.spearman:+.2f}, "
+                f"(held-out log rank vs P@{k}): Spearman {self.agreement.spearman:+.2f}, "
                 f"Kendall {self.agreement.kendall:+.2f}"
             )
         return lines

@@ -9,9 +9,9 @@ champion. Two questions, each a paired comparison per candidate:
 * **Does the whole pipeline recommend better?** P@k of every pipeline against the champion on
   BM25's pool, the best re-ranking of BM25's pool that selection produced.
 * **Would selection choose it?** The held-out interest (`evaluation.held_out`: a candidate's
-  highest-scored job held out, the query from the others) of every pipeline, MRR over its
-  pool, against the same reference: the metric that exists on real data, so the one a
-  retriever is chosen by (`retrieval.retriever`), as models are.
+  highest-scored job held out, the query from the others) of every pipeline, the log-rank
+  score over its pool (MRR beside it), against the same reference: the metric that exists on
+  real data, so the one a retriever is chosen by (`retrieval.retriever`), as models are.
 
 The labels only judge; no step above reads them. Paired tests over candidates (bootstrap
 interval, sign-flip p, Holm-corrected), not seed 004's Kruskal–Wallis with Dunn/Bonferroni:
@@ -33,6 +33,7 @@ from jobrec_core.features.neighbours import InterestMemory, nearest, neighbour_v
 from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
     Ranked,
+    log_rank_score,
     ndcg_at_k,
     precision_at_k,
     rank_within_queries,
@@ -61,7 +62,8 @@ class PipelineRow:
     versus_reference: PairedDifference | None = None
     p_holm: float = float("nan")
     held_out_mrr: Interval | None = None
-    held_out_versus: PairedDifference | None = None
+    held_out_log_rank: Interval | None = None
+    held_out_versus: PairedDifference | None = None  # in the log-rank score
     held_out_p_holm: float = float("nan")
 
     @property
@@ -93,8 +95,8 @@ class RetrieverComparison:
 
     @property
     def selected(self) -> PipelineRow | None:
-        """The pipeline with the best held-out MRR: what selection would choose."""
-        measured = [(p.held_out_mrr.mean, p) for p in self.pipelines if p.held_out_mrr]
+        """The pipeline with the best held-out log-rank score: what selection would choose."""
+        measured = [(p.held_out_log_rank.mean, p) for p in self.pipelines if p.held_out_log_rank]
         return max(measured, key=lambda m: m[0])[1] if measured else None
 
 
@@ -199,19 +201,22 @@ def with_held_out(
     resamples: int,
     seed: int,
 ) -> RetrieverComparison:
-    """The comparison with every pipeline's held-out MRR, paired against the reference."""
+    """The comparison with every pipeline's held-out log-rank score, paired against the
+    reference, and its MRR."""
     reference = next(p for p in comparison.pipelines if p.name == comparison.reference)
-    mrr = {
-        p.name: reciprocal_rank(
-            held_out[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER], pool_size
-        )
+    ranked = {
+        p.name: held_out[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER]
         for p in [reference, *(p for p in comparison.pipelines if p is not reference)]
     }
-    compared = against_reference(mrr, resamples, seed)
+    scores = {name: log_rank_score(r, pool_size) for name, r in ranked.items()}
+    compared = against_reference(scores, resamples, seed)
     pipelines = [
         replace(
             p,
-            held_out_mrr=bootstrap_mean(mrr[p.name], resamples, seed),
+            held_out_mrr=bootstrap_mean(
+                reciprocal_rank(ranked[p.name], pool_size), resamples, seed
+            ),
+            held_out_log_rank=bootstrap_mean(scores[p.name], resamples, seed),
             held_out_versus=compared.get(p.name, (None, 0.0))[0],
             held_out_p_holm=compared.get(p.name, (None, float("nan")))[1],
         )
@@ -237,14 +242,14 @@ KNN_RANKER = "kNN"  # the votes alone (seed 003's "kNN" row)
 class KnnChoice:
     """What the dev candidates chose (`choose_knn`): the neighbours `k` (the votes alone),
     then the weight `alpha` of the re-ranker in the mix (1: the re-ranker alone, the votes
-    add nothing that beats noise), with each candidate value's held-out MRR."""
+    add nothing that beats noise), with each candidate value's held-out log-rank score."""
 
     k: int
     alpha: float
     memory: int  # past candidates in the memory
     dev_candidates: int
-    mrr_by_k: dict[int, float]
-    mrr_by_alpha: dict[float, float]
+    log_rank_by_k: dict[int, float]
+    log_rank_by_alpha: dict[float, float]
 
     @property
     def lam(self) -> float:
@@ -269,7 +274,8 @@ def choose_knn(
 ) -> KnnChoice:
     """Seed 003's order of choices, on held-out-interest pools of dev candidates (`dev`:
     `candidate_id, job_id, label`, the re-ranker's score column; `vectors`: their
-    `candidate_id, query_vector`): first `k` from `grid` by the votes' own MRR (the smaller
+    `candidate_id, query_vector`): first `k` from `grid` by the votes' own held-out log-rank
+    score (the smaller
     on a tie), then the mix weight by `ranking.interpolation.best_alpha`, which keeps the
     re-ranker alone unless the mix's paired gain has a 95% interval above zero."""
     candidates = dev["candidate_id"].to_numpy(dtype=np.int64)
@@ -278,15 +284,15 @@ def choose_knn(
     jobs = dev["job_id"].to_numpy(dtype=np.int64)
     label = dev["label"].to_numpy()
     members, similarity, queries = _neighbours(memory, index, vectors, max(grid))
-    mrr_by_k = {}
+    by_k = {}
     for k in sorted(grid):
         votes = neighbour_votes(memory, members, similarity, k, queries, candidates, jobs)
         ranked = rank_within_queries(candidates, votes, label, jobs)
-        mrr_by_k[k] = float(reciprocal_rank(ranked, pool_size).mean())
-    best = max(mrr_by_k.values())
-    k = min(key for key, value in mrr_by_k.items() if value == best)
+        by_k[k] = float(log_rank_score(ranked, pool_size).mean())
+    best = max(by_k.values())
+    k = min(key for key, value in by_k.items() if value == best)
     votes = neighbour_votes(memory, members, similarity, k, queries, candidates, jobs)
-    alpha, mrr_by_alpha = best_alpha(
+    alpha, by_alpha = best_alpha(
         candidates,
         dev[score_column_of(reranker)].to_numpy(dtype=np.float64),
         votes,
@@ -295,7 +301,7 @@ def choose_knn(
         resamples,
         seed,
     )
-    return KnnChoice(k, alpha, len(memory), len(np.unique(candidates)), mrr_by_k, mrr_by_alpha)
+    return KnnChoice(k, alpha, len(memory), len(np.unique(candidates)), by_k, by_alpha)
 
 
 def with_knn(

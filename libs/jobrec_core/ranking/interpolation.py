@@ -6,8 +6,8 @@ scale changes from query to query (a 300-word query scores in the hundreds, a 20
 the tens), so one alpha would mean something else for every query. Standardising each score
 within its query (mean 0, standard deviation 1 over the pool) makes alpha the share of the
 ranking each side decides, whatever the query. Alpha is chosen on the dev candidates'
-held-out-interest MRR (:func:`best_alpha`), never on the ground truth, and only when it
-beats the model alone by more than noise.
+held-out-interest log-rank score (:func:`best_alpha`, `ranking.metrics.log_rank_score`), never
+on the ground truth, and only when it beats the model alone by more than noise.
 
 Plain numpy, one pass over flat arrays (one entry per query and document), no loop per query.
 """
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jobrec_core.ranking.metrics import rank_within_queries, reciprocal_rank
+from jobrec_core.ranking.metrics import log_rank_score, rank_within_queries
 from jobrec_core.ranking.statistics import paired_difference
 
 # The weights tried on dev: 1 is the model alone, 0 is BM25 alone.
@@ -56,24 +56,24 @@ def best_alpha(
     seed: int,
     grid: tuple[float, ...] = ALPHA_GRID,
 ) -> tuple[float, dict[float, float]]:
-    """(the alpha to rank with, every alpha's held-out MRR) over held-out pools (`label` 1 on
-    each query's held-out job): the alpha of `grid` with the best MRR (a tie goes to the
-    higher alpha), but 1, the model alone, unless that alpha's paired gain over the model
-    alone, per query, has a 95% bootstrap interval above zero. As at the promotion gate, a
+    """(the alpha to rank with, every alpha's mean held-out log-rank score) over held-out pools
+    (`label` 1 on each query's held-out job): the alpha of `grid` with the best score (a tie
+    goes to the higher alpha), but 1, the model alone, unless that alpha's paired gain over the
+    model alone, per query, has a 95% bootstrap interval above zero. As at the promotion gate, a
     mix is never chosen on noise: on a few hundred dev candidates the best of 21 weights
     beats the model alone by chance more often than not."""
     if len(query) == 0:
         return 1.0, {}
     model_z, bm25_z = zscores(query, score), zscores(query, bm25)  # once, not per alpha
-    reciprocal = {}
+    per_query = {}
     for alpha in grid:
         ranked = rank_within_queries(query, _mixed(alpha, model_z, bm25_z), label, document)
-        reciprocal[alpha] = reciprocal_rank(ranked, len(query))
-    mrr = {alpha: float(ranks.mean()) for alpha, ranks in reciprocal.items()}
-    top = max(mrr.values())
-    best = max(alpha for alpha, value in mrr.items() if value == top)
-    alone = reciprocal.get(1.0)
+        per_query[alpha] = log_rank_score(ranked, len(query))
+    means = {alpha: float(scores.mean()) for alpha, scores in per_query.items()}
+    top = max(means.values())
+    best = max(alpha for alpha, value in means.items() if value == top)
+    alone = per_query.get(1.0)
     if best == 1.0 or alone is None:
-        return best, mrr
-    gain = paired_difference(reciprocal[best], alone, resamples, seed)
-    return (best if gain.low > 0 else 1.0), mrr
+        return best, means
+    gain = paired_difference(per_query[best], alone, resamples, seed)
+    return (best if gain.low > 0 else 1.0), means

@@ -51,7 +51,9 @@ class EpochRecord:
     train_accuracy: float
     dev_accuracy: float
     dev_map: float
-    dev_mrr: float  # held-out-interest MRR on the dev candidates: what epochs are selected on
+    dev_mrr: float  # held-out-interest MRR on the dev candidates, for the record
+    # mean log-rank score of the dev candidates' held-out jobs: what epochs are selected on
+    dev_log_rank: float
     triples: int
     seconds: float  # the whole epoch, dev evaluation included
     train_seconds: float  # the training pass alone: what triples/s is measured over

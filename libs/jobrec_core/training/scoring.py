@@ -1,6 +1,8 @@
 """A model's numbers on the stored splits, streamed from Petastorm: the paper's accuracy on
-triples and MAP@k on MAP sets, and the held-out-interest MRR that training selects epochs on
-and the promotion gate compares models on (`pairs.splits.held_out_documents`)."""
+triples and MAP@k on MAP sets, and the rank of each held-out interest
+(`pairs.splits.held_out_documents`), whose log-rank score training selects epochs on and the
+promotion gate compares models on (`ranking.metrics.log_rank_score`); its MRR is reported
+beside it."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ import torch
 
 from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
+    first_relevant_rank,
     mean_average_precision,
     pairwise_accuracy,
     rank_within_queries,
-    reciprocal_rank,
 )
 from jobrec_core.training.batches import DocumentStream, ReaderSettings, TripleStream, loader
 from jobrec_scoring.network import Drmm
@@ -70,25 +72,23 @@ def map_of(model: Drmm, settings: ReaderSettings, device: torch.device, k: int) 
     return mean_average_precision(pools.query, score, pools.label, pools.document, k)
 
 
-def held_out_reciprocal_ranks(
-    model: Drmm, settings: ReaderSettings, device: torch.device
-) -> np.ndarray:
-    """Per held-out candidate, in candidate-id order (so two models' arrays pair up): 1 / the
-    rank the model gives the held-out job in its pool."""
+def held_out_ranks(model: Drmm, settings: ReaderSettings, device: torch.device) -> np.ndarray:
+    """Per held-out candidate, in candidate-id order (so two models' arrays pair up): the
+    rank (from 1) the model gives the held-out job in its pool."""
     pools = score_documents(model, settings, device)
     if len(pools.query) == 0:
         return np.zeros(0)
     score = pools.ranking_score(model.spec.bm25_alpha)
     ranked = rank_within_queries(pools.query, score, pools.label, pools.document)
-    return reciprocal_rank(ranked, len(pools.query))
+    return first_relevant_rank(ranked, len(pools.query))
 
 
 def tune_bm25_alpha(
     model: Drmm, held_out_files: list[str], batch_size: int, resamples: int, seed: int
 ) -> tuple[float, dict[float, float]]:
     """The mix with BM25 that ranks the held-out jobs of `held_out_files` (the dev
-    candidates') best, if significantly better than the model alone, and the MRR of every
-    weight tried (`ranking.interpolation.best_alpha`)."""
+    candidates') best, if significantly better than the model alone, and the mean log-rank
+    score of every weight tried (`ranking.interpolation.best_alpha`)."""
     pools = score_documents(
         model, ReaderSettings(tuple(held_out_files), batch_size), torch.device("cpu")
     )
@@ -103,12 +103,21 @@ class SplitScores:
 
     accuracy: float
     map: float
-    # 1 / the held-out job's rank per held-out candidate, in candidate-id order
-    reciprocal_ranks: np.ndarray = field(repr=False)
+    # the held-out job's rank (from 1) per held-out candidate, in candidate-id order
+    held_out_ranks: np.ndarray = field(repr=False)
+
+    @property
+    def log_rank_scores(self) -> np.ndarray:
+        """-ln rank per candidate: what models are selected and compared on."""
+        return -np.log(self.held_out_ranks)
+
+    @property
+    def held_out_log_rank(self) -> float:
+        return _mean(self.log_rank_scores)
 
     @property
     def held_out_mrr(self) -> float:
-        return float(self.reciprocal_ranks.mean()) if len(self.reciprocal_ranks) else float("nan")
+        return _mean(1.0 / self.held_out_ranks)
 
 
 def evaluate(
@@ -122,7 +131,7 @@ def evaluate(
     keep: bool = False,
 ) -> SplitScores:
     """Accuracy on triples, MAP@k on MAP sets (the paper's protocol) and the held-out
-    reciprocal ranks (the judge), on one split's files; with `keep`, the files stay decoded
+    jobs' ranks (the judge), on one split's files; with `keep`, the files stay decoded
     in memory for the next call (the dev sets, scored every epoch)."""
     device = device or torch.device("cpu")
 
@@ -133,8 +142,12 @@ def evaluate(
     return SplitScores(
         accuracy=pairwise_accuracy(positive, negative),
         map=map_of(model, settings(map_files), device, k),
-        reciprocal_ranks=held_out_reciprocal_ranks(model, settings(held_out_files), device),
+        held_out_ranks=held_out_ranks(model, settings(held_out_files), device),
     )
+
+
+def _mean(values: np.ndarray) -> float:
+    return float(values.mean()) if len(values) else float("nan")
 
 
 def _joined(parts: list[np.ndarray]) -> np.ndarray:

@@ -42,7 +42,13 @@ from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
 from jobrec_core.training.promotion import GateFiles
 from jobrec_core.training.scoring import tune_bm25_alpha
 from jobrec_core.training.tuning import Trial, best_trial
-from jobrec_core.training.worker import result_file, torchrun_command, train_worker, write_plan
+from jobrec_core.training.worker import (
+    EPOCH_SELECTION,
+    result_file,
+    torchrun_command,
+    train_worker,
+    write_plan,
+)
 from jobrec_scoring.model import load_model
 from jobrec_scoring.network import DrmmSpec
 
@@ -85,11 +91,11 @@ class TrainingOutcome:
     def format(self) -> str:
         lines = [
             f"{'phase':>5}{'epoch':>6}{'loss':>9}{'train acc':>11}{'dev acc':>9}{'dev MAP':>9}"
-            f"{'dev MRR':>9}"
+            f"{'dev MRR':>9}{'dev log-rank':>14}"
         ]
         lines += [
             f"{r.phase:>5}{r.epoch:>6}{r.train_loss:>9.4f}{r.train_accuracy:>11.4f}"
-            f"{r.dev_accuracy:>9.4f}{r.dev_map:>9.4f}{r.dev_mrr:>9.4f}"
+            f"{r.dev_accuracy:>9.4f}{r.dev_map:>9.4f}{r.dev_mrr:>9.4f}{r.dev_log_rank:>14.4f}"
             for r in self.result.history
         ]
         for phase, reason in sorted(self.result.stop_reasons.items()):
@@ -185,6 +191,8 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
             "training": settings,
             "data": inputs.versions,
             "seed": config.run.seed,
+            # what selects the epoch kept: a new measure keeps other weights
+            "selected_on": EPOCH_SELECTION,
         },
         sort_keys=True,
     )
@@ -312,13 +320,21 @@ def run_tuning(
         result = train_unregistered(spark, config, f"tuning/trial-{number}")
         kept = result.selected_record()
         measured.append(
-            Trial(overrides, kept.dev_mrr, kept.dev_accuracy, kept.dev_map, len(result.history))
+            Trial(
+                overrides,
+                kept.dev_log_rank,
+                kept.dev_mrr,
+                kept.dev_accuracy,
+                kept.dev_map,
+                len(result.history),
+            )
         )
     configure_mlflow(trials[0][1])
     with mlflow.start_run(run_name="tune_drmm"):
         mlflow.set_tag("stage", "tune_drmm")
         log_stage_inputs(spark, trials[0][1], training_inputs(spark, trials[0][1]).tables)
         for step, trial in enumerate(measured, start=1):
+            mlflow.log_metric("trial_dev_held_out_log_rank", trial.dev_log_rank, step=step)
             mlflow.log_metric("trial_dev_held_out_mrr", trial.dev_mrr, step=step)
         mlflow.log_dict({"trials": [asdict(t) for t in measured]}, "trials.json")
         mlflow.set_tag("chosen", " ".join(best_trial(measured).overrides))
@@ -336,7 +352,7 @@ def launch(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainR
 def tune_mix(config: JobrecConfig, result: TrainResult, held_out_dev: list[str]) -> None:
     """With `model.versions.<v>.bm25_mix`: the weight `bm25_alpha` of the trained model
     against BM25 in its rankings (`ranking.interpolation`), the one of `ALPHA_GRID` with the
-    best held-out MRR on the dev candidates when its paired gain over the model alone is
+    best held-out log-rank score on the dev candidates when its paired gain over the model alone is
     significant (the gate's bootstrap, `promotion.bootstrap_resamples`), written into the
     model file's spec (so every ranking of the model mixes alike) and logged to the active
     MLflow run, if any."""
@@ -355,14 +371,14 @@ def tune_mix(config: JobrecConfig, result: TrainResult, held_out_dev: list[str])
     model.spec = replace(model.spec, bm25_alpha=alpha)
     save_model(model, Path(result.model_file))
     log.info(
-        "mix with BM25: alpha %.2f, dev held-out MRR %.4f (the model alone: %.4f)",
+        "mix with BM25: alpha %.2f, dev held-out log-rank score %.4f (the model alone: %.4f)",
         alpha,
         tried.get(alpha, float("nan")),
         tried.get(1.0, float("nan")),
     )
     if mlflow.active_run() is not None:
         mlflow.log_metric("dev_bm25_alpha", alpha)
-        mlflow.log_dict({str(weight): mrr for weight, mrr in tried.items()}, "bm25_mix.json")
+        mlflow.log_dict({str(weight): score for weight, score in tried.items()}, "bm25_mix.json")
 
 
 def _run_workers(spark: SparkSession, config: JobrecConfig, plan: TrainPlan) -> TrainResult:
@@ -479,7 +495,7 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
 
 def learning_curve(history: list[EpochRecord]) -> Any:
     """Train accuracy, dev accuracy, dev MAP and dev held-out MRR per epoch (phases one after
-    the other)."""
+    the other; the log-rank score that selects is on another scale, in the epoch table)."""
     with chart((7, 4), "DRMM learning curve", (0, 1)) as (figure, axis):
         steps = list(range(1, len(history) + 1))
         for key, label in (

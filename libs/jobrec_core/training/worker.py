@@ -53,6 +53,11 @@ from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
 log = logging.getLogger(__name__)
 
 
+# The dev measure epochs are selected on (`EpochRecord.dev_log_rank`); part of the training
+# key, so that checkpoints selected on another measure are not taken for this one's.
+EPOCH_SELECTION = "held-out log rank"
+
+
 def best_epoch(dev_scores: list[float], min_gain: float) -> int:
     """Index of the selected epoch: the last one that beat every earlier epoch by more than
     `min_gain` (the first epoch to start with)."""
@@ -242,19 +247,20 @@ class _Progress:
         phase's best weights."""
         self.history.append(record)
         epochs = [r for r in self.history if r.phase == record.phase]
-        scores = [r.dev_mrr for r in epochs]
+        scores = [r.dev_log_rank for r in epochs]
         best = best_epoch(scores, plan.early_stop_min_gain)
         if best == len(scores) - 1:
             self.best_weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
         if should_stop(scores, plan.early_stop_patience, plan.early_stop_min_gain):
-            reason = f"dev held-out MRR did not improve for {plan.early_stop_patience} epochs"
+            reason = f"dev held-out log rank did not improve for {plan.early_stop_patience} epochs"
         elif record.epoch == plan.max_epochs:
             reason = f"max_epochs ({plan.max_epochs}) reached"
         else:
             return False
         kept = epochs[best]
         self.stop_reasons[record.phase] = (
-            f"{reason}; kept epoch {kept.epoch} (dev held-out MRR {kept.dev_mrr:.4f})"
+            f"{reason}; kept epoch {kept.epoch} (dev held-out log-rank score "
+            f"{kept.dev_log_rank:.4f}, MRR {kept.dev_mrr:.4f})"
         )
         self.selected[record.phase] = kept.epoch
         assert self.best_weights is not None
@@ -302,7 +308,7 @@ def _epoch(
         dist.all_reduce(totals)
     train_seconds = time.perf_counter() - started
     loss_sum, correct, triples = (float(v) for v in totals)
-    dev = torch.zeros(3, dtype=torch.float64, device=process.device)  # NCCL: on the GPU
+    dev = torch.zeros(4, dtype=torch.float64, device=process.device)  # NCCL: on the GPU
     if process.leader:
         with _all_cores(process):
             measured = evaluate(
@@ -316,7 +322,7 @@ def _epoch(
                 keep=True,
             )
         dev = torch.tensor(
-            [measured.accuracy, measured.map, measured.held_out_mrr],
+            [measured.accuracy, measured.map, measured.held_out_mrr, measured.held_out_log_rank],
             dtype=torch.float64,
             device=process.device,
         )
@@ -330,6 +336,7 @@ def _epoch(
         dev_accuracy=float(dev[0]),
         dev_map=float(dev[1]),
         dev_mrr=float(dev[2]),
+        dev_log_rank=float(dev[3]),
         triples=int(triples),
         seconds=time.perf_counter() - started,
         train_seconds=train_seconds,
@@ -337,13 +344,15 @@ def _epoch(
     if process.leader:
         log.info(
             "phase %d epoch %d: loss %.4f, train accuracy %.4f, dev accuracy %.4f, dev MAP "
-            "%.4f, dev held-out MRR %.4f (%d triples, %.1f s, %.0f triples/s)",
+            "%.4f, dev held-out log-rank score %.4f, MRR %.4f (%d triples, %.1f s, "
+            "%.0f triples/s)",
             phase,
             epoch,
             record.train_loss,
             record.train_accuracy,
             record.dev_accuracy,
             record.dev_map,
+            record.dev_log_rank,
             record.dev_mrr,
             record.triples,
             record.seconds,
@@ -439,6 +448,7 @@ class _Tracker:
             "dev_accuracy": record.dev_accuracy,
             "dev_map": record.dev_map,
             "dev_held_out_mrr": record.dev_mrr,
+            "dev_held_out_log_rank": record.dev_log_rank,
             "triples_per_s": record.triples / max(record.train_seconds, 1e-9),
         }
         try:

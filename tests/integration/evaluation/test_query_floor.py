@@ -36,7 +36,7 @@ def test_each_floor_is_paired_against_the_papers_query_on_unused_candidates(
     assert [r.floor for r in rows] == [0.0, 0.05, 0.5]
     assert rows[0].versus_paper is None
     for row in rows:
-        assert 0 <= row.mrr.mean <= 1 and 0 <= row.found <= 1
+        assert 0 <= row.mrr <= 1 and 0 <= row.found <= 1 and row.log_rank.mean <= 0
     for row in rows[1:]:
         assert row.versus_paper is not None
         assert row.versus_paper.wins + row.versus_paper.ties + row.versus_paper.losses == len(
@@ -45,7 +45,7 @@ def test_each_floor_is_paired_against_the_papers_query_on_unused_candidates(
     again = choose_query_floor(spark, config, [0.0, 0.05, 0.5], 30)
 
     def measured(found):  # floor 0's Holm p is NaN, which equals nothing
-        return [(r.floor, r.mrr, r.found, r.versus_paper) for r in found]
+        return [(r.floor, r.log_rank, r.mrr, r.found, r.versus_paper) for r in found]
 
     assert measured(again) == measured(rows)  # reruns agree
     table = floor_table(rows, 30)

@@ -197,7 +197,7 @@ def test_distributor_trains_logs_and_registers(trained):
     assert result.world_size == 2
     assert 1 <= len(result.history) <= 3
     kept = result.selected_record()  # the weights saved are those of the best dev epoch
-    assert kept.dev_mrr == max(r.dev_mrr for r in result.history)
+    assert kept.dev_log_rank == max(r.dev_log_rank for r in result.history)
     assert "kept epoch" in result.stop_reasons[1]
     assert all(r.triples > 0 for r in result.history)
     client = MlflowClient(config.mlflow.tracking_uri)
@@ -206,7 +206,14 @@ def test_distributor_trains_logs_and_registers(trained):
     assert run.data.params["model.mlp_layers"] == "10"
     assert run.data.tags["embeddings_version"] == manifest.current(config, "embeddings")["version"]
     assert run.data.tags["pairs_config_hash"] == manifest.current(config, "pairs")["config_hash"]
-    for metric in ("train_accuracy", "dev_accuracy", "dev_map", "dev_held_out_mrr", "train_loss"):
+    for metric in (
+        "train_accuracy",
+        "dev_accuracy",
+        "dev_map",
+        "dev_held_out_mrr",
+        "dev_held_out_log_rank",
+        "train_loss",
+    ):
         history = client.get_metric_history(outcome.run_id, metric)
         assert [m.step for m in history] == list(range(1, len(result.history) + 1))
     artifacts = {a.path for a in client.list_artifacts(outcome.run_id)}
@@ -419,6 +426,7 @@ def test_promotion_gate_in_both_directions(spark, trained):
     assert not as_bm25.promoted and as_bm25.reason.startswith("no significant difference")
     # The BM25-like model orders each pool as the stored BM25 ranks do.
     assert as_bm25.challenger.mrr == pytest.approx(as_bm25.bm25_mrr, abs=0.02)
+    assert as_bm25.challenger.log_rank == pytest.approx(as_bm25.bm25_log_rank, abs=0.05)
     assert "BM25 order" in as_bm25.format()
     with pytest.raises(MlflowException):
         client.get_model_version_by_alias(name, "champion")
@@ -440,6 +448,8 @@ def test_promotion_gate_in_both_directions(spark, trained):
     assert float(tags["promotion.gain_ci_low"]) > 0
     champion_mrr = float(tags["promotion.champion_test_held_out_mrr"])
     assert champion_mrr == pytest.approx(first.challenger.mrr, abs=1e-6)
+    champion_log_rank = float(tags["promotion.champion_test_held_out_log_rank"])
+    assert champion_log_rank == pytest.approx(first.challenger.log_rank, abs=1e-6)
 
     same = register(config, bm25_like, spark)
     third = promote(config, same, files)

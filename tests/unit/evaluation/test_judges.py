@@ -106,12 +106,14 @@ def test_held_out_interest_finds_where_each_ranker_puts_the_held_out_job():
     assert measured.candidates == 200 and measured.found == pytest.approx(0.9)
     bm25, oracle = measured.rows
     assert oracle.mrr == pytest.approx(0.9) and oracle.recall == pytest.approx(0.9)
+    # a held-out job outside the pool of 20 counts as ranked 21st, just past it
+    assert oracle.log_rank == pytest.approx(-0.1 * np.log(21))
     assert bm25.recall == pytest.approx(sum(1 for c in range(200) if c % 10 and c % 20 < 10) / 200)
     assert oracle.versus_reference is not None and oracle.versus_reference.low > 0
     truth = [GroundTruthRow("BM25", 0.5, 0.5, 0.0), GroundTruthRow("Oracle", 0.9, 0.9, 5.0)]
     assert agreement(measured, truth) is None  # two rankers say nothing about an order
     truth.append(GroundTruthRow("Third", 0.1, 0.1, 9.0))
-    third = replace(bm25, ranker="Third", mrr=0.01)
+    third = replace(bm25, ranker="Third", log_rank=-5.0)
     three = replace(measured, rows=[*measured.rows, third])
     measured_agreement = agreement(three, truth)
     assert isinstance(measured_agreement, Agreement) and measured_agreement.rankers == 3

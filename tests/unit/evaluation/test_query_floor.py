@@ -11,10 +11,11 @@ from jobrec_core.evaluation.query_floor import FloorRow, chosen_floor
 from jobrec_core.ranking.statistics import Interval, PairedDifference
 
 
-def row(floor: float, mrr: float, low: float | None) -> FloorRow:
-    versus = None if low is None else PairedDifference(mrr - 0.05, low, low + 0.02, 0.01, 1, 0, 0)
+def row(floor: float, score: float, low: float | None) -> FloorRow:
+    """A floor's row with log-rank score `score`, its gain over floor 0 from `low`."""
+    versus = None if low is None else PairedDifference(score - 0.05, low, low + 0.02, 0.01, 1, 0, 0)
     p_holm = float("nan") if low is None else 0.01
-    return FloorRow(floor, Interval(mrr, mrr - 0.01, mrr + 0.01), 0.5, versus, p_holm)
+    return FloorRow(floor, Interval(score, score - 0.01, score + 0.01), 0.3, 0.5, versus, p_holm)
 
 
 def test_the_best_floor_significantly_above_the_papers_query_is_chosen():
@@ -34,11 +35,11 @@ def test_without_a_significant_gain_the_papers_query_stays():
 
 def test_a_gain_that_does_not_survive_holms_correction_is_not_chosen():
     rows = [row(0, 0.05, None), row(0.05, 0.07, 0.001)]
-    rows[1] = FloorRow(0.05, rows[1].mrr, 0.5, rows[1].versus_paper, 0.2)
+    rows[1] = FloorRow(0.05, rows[1].log_rank, 0.3, 0.5, rows[1].versus_paper, 0.2)
     assert chosen_floor(rows) == 0.0
 
 
-def test_among_equal_mrrs_the_lower_floor_wins():
+def test_among_equal_scores_the_lower_floor_wins():
     assert chosen_floor([row(0, 0.05, None), row(0.05, 0.07, 0.01), row(0.08, 0.07, 0.01)]) == 0.05
 
 

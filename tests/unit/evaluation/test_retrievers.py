@@ -6,6 +6,7 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.evaluation.retrievers import (
@@ -75,6 +76,10 @@ def test_recall_pipelines_and_the_held_out_choice():
     # held-out MRR: bm25 >> champion 1/2 for 1 (31 scored 1 < 30's 2), 0 for 2
     mrr = {name: row.held_out_mrr.mean for name, row in rows.items() if row.held_out_mrr}
     assert mrr[f"bm25 >> {CHAMPION}"] == 0.25 and mrr[f"hybrid >> {CHAMPION}"] == 1.0
+    # the log-rank score, what selects: rank 2, and 2's job just past the pool of 100
+    log_rank = {n: row.held_out_log_rank.mean for n, row in rows.items() if row.held_out_log_rank}
+    assert log_rank[f"bm25 >> {CHAMPION}"] == pytest.approx(-(np.log(2) + np.log(101)) / 2)
+    assert log_rank[f"hybrid >> {CHAMPION}"] == 0.0
     assert compared.selected is not None and compared.selected.retriever == "hybrid"
     assert compared.candidates == 2 and compared.held_out_candidates == 2
 
@@ -111,8 +116,9 @@ def test_knn_is_chosen_in_the_seeds_order_and_mixed_only_on_a_real_gain():
     vectors = pd.DataFrame({"candidate_id": np.arange(1, 7), "query_vector": [direction] * 6})
     choice = choose_knn(memory, index, dev, vectors, CHAMPION, [2, 1], 100, 200, 0)
     assert choice.k == 1  # the votes alone rank job 5 first with either k: the smaller
-    assert choice.mrr_by_k == {1: 1.0, 2: 1.0}
-    assert choice.mrr_by_alpha[1.0] == 0.5 and choice.alpha == 0.6 and choice.lam == 0.4
+    assert choice.log_rank_by_k == {1: 0.0, 2: 0.0}
+    assert choice.log_rank_by_alpha[1.0] == pytest.approx(-np.log(2))
+    assert choice.alpha == 0.6 and choice.lam == 0.4
     scored = with_knn(dev, vectors, memory, index, CHAMPION, choice)
     first = scored[scored["candidate_id"] == 1]
     assert first[score_column_of(KNN_RANKER)].tolist() == [0.0, 1.0, 0.0]

@@ -564,32 +564,50 @@ def test_queries_without_relevant_documents_have_zero_ap():
 # --- the promotion gate ------------------------------------------------------------------------
 
 
-def gate_scores(version: str, ranks: list[float], accuracy: float = 0.9) -> Scores:
-    return Scores(version, SplitScores(accuracy, 0.8, np.asarray(ranks, dtype=np.float64)))
+def gate_scores(version: str, log_ranks: np.ndarray, accuracy: float = 0.9) -> Scores:
+    """A version whose held-out jobs ranked exp(`log_ranks`) (ranks from 1)."""
+    return Scores(version, SplitScores(accuracy, 0.8, held_out_ranks(log_ranks)))
 
 
-def test_promotion_gate_needs_a_significant_paired_gain_over_the_champion():
+def held_out_ranks(log_ranks: np.ndarray) -> np.ndarray:
+    return np.exp(np.maximum(log_ranks, 0.0))  # rank 1 at best
+
+
+def test_promotion_gate_needs_a_significant_paired_gain_in_the_log_rank_over_the_champion():
     rng = np.random.default_rng(7)
-    champion_ranks = rng.uniform(0, 1, 400)
-    champion = gate_scores("4", champion_ranks.tolist())
-    bm25_ranks = rng.uniform(0, 1, 400)
+    champion_log_ranks = rng.uniform(1, np.log(100), 400)
+    champion = gate_scores("4", champion_log_ranks)
+    bm25_ranks = held_out_ranks(rng.uniform(1, np.log(100), 400))
 
-    def verdict(ranks: np.ndarray, accuracy: float = 0.9, against: Scores | None = champion):
-        scores = gate_scores("5", ranks.tolist(), accuracy)
-        return decide(scores, against, bm25_ranks, 0.6, 1000, 11)
+    def verdict(log_ranks: np.ndarray, accuracy: float = 0.9, against: Scores | None = champion):
+        return decide(gate_scores("5", log_ranks, accuracy), against, bm25_ranks, 0.6, 1000, 11)
 
-    noisy = np.clip(champion_ranks + rng.normal(0, 0.2, 400), 0, 1)  # same on average
-    same = verdict(noisy)
+    same = verdict(champion_log_ranks + rng.normal(0, 0.4, 400))  # the same on average
     assert not same.promoted and same.reason.startswith("no significant difference")
     assert same.gain is not None and same.gain.low < 0 < same.gain.high
-    better = verdict(np.clip(champion_ranks + 0.05 + rng.normal(0, 0.1, 400), 0, 1))
+    better = verdict(champion_log_ranks - 0.3 + rng.normal(0, 0.4, 400))
     assert better.promoted and better.reason.startswith("significantly better")
     assert better.gain is not None and better.gain.low > 0
-    assert "over champion v4" in better.reason
-    worse = verdict(champion_ranks - 0.05)
+    assert "over champion v4" in better.reason and "ranks 1." in better.reason
+    worse = verdict(champion_log_ranks + 0.3)
     assert not worse.promoted and worse.reason.startswith("significantly worse")
-    already = decide(gate_scores("4", champion_ranks.tolist()), champion, bm25_ranks, 0.6, 1000, 11)
+    already = decide(gate_scores("4", champion_log_ranks), champion, bm25_ranks, 0.6, 1000, 11)
     assert already.promoted and "already" in already.reason
+
+
+def test_the_gate_counts_every_halving_of_the_rank_alike():
+    """Lifting held-out jobs from 40th to 10th is a gain, though the MRR hardly moves (0.075);
+    swapping the top two of as many candidates back is not enough to cancel it."""
+    base = np.full(200, np.log(40.0))
+    base[:100] = np.log(2.0)
+    champion = gate_scores("4", base)
+    lifted = base.copy()
+    lifted[100:] = np.log(10.0)  # 40th -> 10th
+    lifted[:60] = np.log(3.0)  # 2nd -> 3rd
+    challenger = gate_scores("5", lifted)
+    assert challenger.mrr - champion.mrr < 0.01
+    verdict = decide(challenger, champion, held_out_ranks(base), 0.6, 1000, 11)
+    assert verdict.promoted and verdict.gain is not None and verdict.gain.low > 0
 
 
 def test_the_first_model_must_beat_the_retrievers_own_order():
@@ -597,17 +615,18 @@ def test_the_first_model_must_beat_the_retrievers_own_order():
     as good as BM25 is not enough (it would add a model and nothing else), and the floor
     still applies."""
     rng = np.random.default_rng(3)
-    bm25_ranks = rng.uniform(0, 1, 400)
+    bm25_log_ranks = rng.uniform(1, np.log(100), 400)
+    bm25_ranks = held_out_ranks(bm25_log_ranks)
 
-    def first(ranks: np.ndarray, accuracy: float = 0.9):
-        return decide(gate_scores("1", ranks.tolist(), accuracy), None, bm25_ranks, 0.6, 1000, 11)
+    def first(log_ranks: np.ndarray, accuracy: float = 0.9):
+        return decide(gate_scores("1", log_ranks, accuracy), None, bm25_ranks, 0.6, 1000, 11)
 
-    as_bm25 = first(np.clip(bm25_ranks + rng.normal(0, 0.2, 400), 0, 1))
+    as_bm25 = first(bm25_log_ranks + rng.normal(0, 0.4, 400))
     assert not as_bm25.promoted and as_bm25.reason.startswith("no significant difference")
     assert "over BM25's order of the pools (no champion yet)" in as_bm25.reason
-    below = first(bm25_ranks - 0.05)
+    below = first(bm25_log_ranks + 0.3)
     assert not below.promoted and below.reason.startswith("significantly worse")
-    above = np.clip(bm25_ranks + 0.05 + rng.normal(0, 0.1, 400), 0, 1)
+    above = bm25_log_ranks - 0.3 + rng.normal(0, 0.4, 400)
     promoted = first(above)
     assert promoted.promoted and promoted.gain is not None and promoted.gain.low > 0
     assert not first(above, accuracy=0.5).promoted  # below the floor

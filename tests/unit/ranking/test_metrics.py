@@ -9,9 +9,13 @@ import pytrec_eval
 from jobrec_core.ranking.metrics import (
     average_precision_at_k,
     diversity,
+    first_relevant_rank,
+    geometric_mean_rank,
+    log_rank_score,
     ndcg_at_k,
     precision_at_k,
     rank_within_queries,
+    reciprocal_rank,
     top_k,
 )
 
@@ -38,7 +42,9 @@ def trec_eval(query, document, score, label) -> dict[str, dict[str, float]]:
     for q, d, s, rel in zip(query, document, score, label, strict=True):
         qrels.setdefault(str(q), {})[str(d)] = int(rel)
         run.setdefault(str(q), {})[str(d)] = float(s)
-    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {f"P.{K}", f"ndcg_cut.{K}", f"map_cut.{K}"})
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        qrels, {f"P.{K}", f"ndcg_cut.{K}", f"map_cut.{K}", "recip_rank"}
+    )
     return evaluator.evaluate(run)
 
 
@@ -54,6 +60,24 @@ def test_precision_ndcg_and_ap_equal_trec_eval(seed):
     np.testing.assert_allclose(precision_at_k(ranked, K), expected_p, atol=1e-9)
     np.testing.assert_allclose(ndcg_at_k(ranked, K), expected_ndcg, atol=1e-9)
     np.testing.assert_allclose(average_precision_at_k(ranked, K), expected_ap, atol=1e-9)
+    expected_rr = [reference[q]["recip_rank"] for q in names]  # whole pool: no cut
+    np.testing.assert_allclose(reciprocal_rank(ranked, len(query)), expected_rr, atol=1e-9)
+
+
+def test_the_log_rank_counts_every_halving_alike_and_a_miss_just_past_the_cut():
+    # Query 0's relevant document is 2nd, query 1's 4th, query 2 has none in the top 4.
+    query = np.repeat([0, 1, 2], 4)
+    score = np.tile([4.0, 3.0, 2.0, 1.0], 3)
+    label = np.array([0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0])
+    ranked = rank_within_queries(query, score, label, np.arange(12))
+    np.testing.assert_array_equal(first_relevant_rank(ranked, 4), [2, 4, 5])
+    np.testing.assert_array_equal(first_relevant_rank(ranked, 3), [2, 4, 4])
+    scores = log_rank_score(ranked, 4)
+    np.testing.assert_allclose(scores, -np.log([2, 4, 5]))
+    assert scores[0] - scores[1] == pytest.approx(np.log(2))  # 4 -> 2 counts as 2 -> 1 would
+    np.testing.assert_allclose(reciprocal_rank(ranked, 4), [0.5, 0.25, 0.0])
+    assert geometric_mean_rank(scores) == pytest.approx((2 * 4 * 5) ** (1 / 3))
+    assert np.isnan(geometric_mean_rank(np.zeros(0)))
 
 
 def test_diversity_on_the_seeds_worked_example():

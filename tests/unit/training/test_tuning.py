@@ -25,14 +25,15 @@ def test_a_malformed_grid_entry_is_refused(entry):
         expand_grid([entry])
 
 
-def test_the_best_trial_is_the_highest_dev_mrr_and_the_earlier_on_a_tie():
-    first = Trial(("a=1",), 0.30, 0.90, 0.95, 5)
-    second = Trial(("a=2",), 0.35, 0.80, 0.70, 6)  # worse on the paper's figures: ignored
-    third = Trial(("a=3",), 0.35, 0.95, 0.99, 7)
+def test_the_best_trial_is_the_highest_dev_log_rank_and_the_earlier_on_a_tie():
+    first = Trial(("a=1",), -1.2, 0.50, 0.90, 0.95, 5)
+    # worse on the MRR and the paper's figures: ignored
+    second = Trial(("a=2",), -1.0, 0.40, 0.80, 0.70, 6)
+    third = Trial(("a=3",), -1.0, 0.60, 0.95, 0.99, 7)
     assert best_trial([first, second, third]) is second
     table = format_trials([first, second, third])
     assert table.splitlines()[1].startswith("*") and "a=2" in table.splitlines()[1]
-    assert table.endswith("chosen on dev held-out MRR: --set a=2")
+    assert table.endswith("chosen on dev held-out log rank: --set a=2")
 
 
 def test_tune_drmm_refuses_a_malformed_grid_before_starting_spark(capsys):
