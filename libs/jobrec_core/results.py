@@ -270,8 +270,8 @@ def findings(report: EvaluationReport) -> list[str]:
         )
     if report.agreement is not None:
         lines.append(
-            f"- Held-out interest: across {report.agreement.rankers} rankers, held-out MRR orders "
-            f"them like the ground truth's P@{report.k} with Spearman "
+            f"- Held-out interest: across {report.agreement.rankers} rankers, the held-out log "
+            f"rank orders them like the ground truth's P@{report.k} with Spearman "
             f"{report.agreement.spearman:+.2f} (Kendall {report.agreement.kendall:+.2f})."
         )
     return [*lines, ""] if lines else []
