@@ -5,8 +5,9 @@
 Needs build_pairs' outputs and the jobs index (after `scripts/demo.sh` or `jobrec run`). For a
 seeded sample of cleaned candidates outside every split and evaluation sample, holds out each
 one's highest-scored job, builds the query of the others at each floor and searches BM25;
-prints each floor's held-out MRR, paired against the paper's query (floor 0), and the floor it
-would choose (`evaluation.query_floor`). Reads no ground truth and trains nothing.
+prints each floor's held-out log-rank score (and MRR), paired against the paper's query
+(floor 0), and the floor it would choose (`evaluation.query_floor`). Reads no ground truth
+and trains nothing.
 """
 
 from __future__ import annotations

@@ -4,10 +4,10 @@
         --grid training.learning_rate=0.002,0.005,0.01 --grid training.batch_size=32,64
 
 Every combination of the `--grid` values is trained from scratch on the training triples
-(nothing is registered) and scored by the dev held-out MRR of the epoch it keeps, the measure
-early stopping uses. The table goes to stdout, best first, with the `--set` line of the chosen
-settings to put in the environment's overlay; the trials go to an MLflow run `tune_drmm`.
-`--set` applies to every trial. Needs gold/pairs (jobs/build_pairs.py).
+(nothing is registered) and scored by the dev held-out log-rank score of the epoch it keeps,
+the measure early stopping uses. The table goes to stdout, best first, with the `--set` line of
+the chosen settings to put in the environment's overlay; the trials go to an MLflow run
+`tune_drmm`. `--set` applies to every trial. Needs gold/pairs (jobs/build_pairs.py).
 """
 
 from __future__ import annotations

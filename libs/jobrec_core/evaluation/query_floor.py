@@ -30,7 +30,11 @@ from jobrec_core.evaluation.stage import held_out_candidates, seeded_sample, uns
 from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.spark import arrow_batch, arrow_to_pandas
 from jobrec_core.ranking.factory import RankingInputs, queries_of, ranking_inputs, retriever_step
-from jobrec_core.ranking.metrics import first_relevant_rank
+from jobrec_core.ranking.metrics import (
+    first_relevant_rank,
+    log_rank_scores_of,
+    reciprocal_of_ranks,
+)
 from jobrec_core.ranking.statistics import (
     Interval,
     PairedDifference,
@@ -125,19 +129,19 @@ def choose_query_floor(
         log.info(
             "query floor %s: held-out log-rank score %.4f on %d queries",
             floor,
-            -np.log(found).mean(),
+            log_rank_scores_of(found.to_numpy()).mean(),
             len(found),
         )
         ranks[str(floor)] = found.to_numpy()
     candidates.unpersist()
     resamples, seed = config.evaluation.bootstrap_resamples, config.run.seed
-    scores = {floor: -np.log(values) for floor, values in ranks.items()}
+    scores = {floor: log_rank_scores_of(values) for floor, values in ranks.items()}
     compared = against_reference(scores, resamples, seed)
     rows = []
     for floor in floors:
         values = ranks[str(floor)]
         found_share = float((values <= config.retrieval.top_k).mean())
-        mrr = float(np.where(values <= config.retrieval.top_k, 1.0 / values, 0.0).mean())
+        mrr = float(reciprocal_of_ranks(values, config.retrieval.top_k).mean())
         versus, p_holm = compared.get(str(floor), (None, float("nan")))
         log_rank = bootstrap_mean(scores[str(floor)], resamples, seed)
         rows.append(FloorRow(floor, log_rank, mrr, found_share, versus, p_holm))

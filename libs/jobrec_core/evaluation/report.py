@@ -17,6 +17,7 @@ from jobrec_core.evaluation.ground_truth import (
 from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
 from jobrec_core.evaluation.retrievers import RetrieverComparison
+from jobrec_core.ranking.metrics import geometric_mean_rank
 from jobrec_core.ranking.statistics import Interval, PairedDifference
 
 
@@ -35,7 +36,8 @@ class EvaluationReport:
     real_ad_slice: list[GroundTruthRow] = field(default_factory=list)  # real ads relevant
     held_out: list[HeldOutRow] = field(default_factory=list)
     held_out_found: float = float("nan")  # share of held-out jobs in the pool at all
-    agreement: Agreement | None = None  # held-out MRR against ground-truth P@k, across rankers
+    # the held-out log-rank score against ground-truth P@k, across rankers
+    agreement: Agreement | None = None
     retrievers: RetrieverComparison | None = None  # experiment 5: pools and whole pipelines
     input_tables: list[str] = field(default_factory=list)  # the Delta tables it measured on
 
@@ -121,7 +123,8 @@ class EvaluationReport:
                 f"{_difference(row.versus_reference, row.p_holm, 11, 8)}"
             )
             if row.held_out_mrr is not None and row.held_out_log_rank is not None:
-                line += f"{row.held_out_mrr.mean:>7.3f}{np.exp(-row.held_out_log_rank.mean):>9.2f}"
+                gm_rank = geometric_mean_rank(row.held_out_log_rank.mean)
+                line += f"{row.held_out_mrr.mean:>7.3f}{gm_rank:>9.2f}"
                 line += _difference(row.held_out_versus, row.held_out_p_holm, 15, 8)
             lines.append(line.rstrip())
         selected = compared.selected
@@ -225,7 +228,7 @@ class EvaluationReport:
                 f"{row.recall:>11.3f}{_interval(row.recall_low, row.recall_high):>16}"
                 f"{row.ndcg:>9.3f}{_interval(row.ndcg_low, row.ndcg_high):>16}"
                 f"{row.log_rank:>10.3f}{_interval(row.log_rank_low, row.log_rank_high):>18}"
-                f"{np.exp(-row.log_rank):>9.2f}"
+                f"{geometric_mean_rank(row.log_rank):>9.2f}"
             )
         compared = [row for row in self.held_out if row.versus_reference is not None]
         if compared:

@@ -142,7 +142,7 @@ def compare_retrievers(
     order and re-ranked by each of `rerankers`, against the first on BM25's pool); with
     `held_out`
     (the same retrievers' pools of held-out-interest queries, the held-out job labelled), each
-    pipeline's held-out MRR over `pool_size` too."""
+    pipeline's held-out log-rank score and MRR over `pool_size` too."""
     if BM25_RETRIEVER not in pools:
         raise ValueError("the retriever comparison needs BM25's pool, its reference")
     order = [BM25_RETRIEVER, *(name for name in pools if name != BM25_RETRIEVER)]
@@ -275,9 +275,9 @@ def choose_knn(
     """Seed 003's order of choices, on held-out-interest pools of dev candidates (`dev`:
     `candidate_id, job_id, label`, the re-ranker's score column; `vectors`: their
     `candidate_id, query_vector`): first `k` from `grid` by the votes' own held-out log-rank
-    score (the smaller
-    on a tie), then the mix weight by `ranking.interpolation.best_alpha`, which keeps the
-    re-ranker alone unless the mix's paired gain has a 95% interval above zero."""
+    score (the smaller on a tie), then the mix weight by `ranking.interpolation.best_alpha`,
+    which keeps the re-ranker alone unless the mix's paired gain has a 95% interval above
+    zero. A dev pool without its held-out job scores it just past `pool_size` throughout."""
     candidates = dev["candidate_id"].to_numpy(dtype=np.int64)
     if len(candidates) == 0:  # nothing to choose on: the smallest k, the re-ranker alone
         return KnnChoice(min(grid), 1.0, len(memory), 0, {}, {})
@@ -300,6 +300,7 @@ def choose_knn(
         jobs,
         resamples,
         seed,
+        pool_size=pool_size,
     )
     return KnnChoice(k, alpha, len(memory), len(np.unique(candidates)), by_k, by_alpha)
 

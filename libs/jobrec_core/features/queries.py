@@ -26,8 +26,9 @@ unlike the rest, from another occupation. Their words fill the query, so BM25's 
 with their kind of job. A job whose whole text (`queries.coherence_fields`, descriptions
 included) has a mean TF-IDF cosine with the candidate's other jobs below the floor leaves the
 query; the two most coherent jobs always stay, since with two jobs that disagree neither is
-known to be the stray one. The floor was chosen on the dev candidates' held-out-interest MRR,
-never on the ground truth (docs/RETRIEVAL.md). The candidate-profile features still read every
+known to be the stray one. The floor was chosen on the dev candidates' held-out-interest MRR
+(the measure then; `jobs/choose_query_floor.py` now pairs the log-rank score), never on the
+ground truth (docs/RETRIEVAL.md). The candidate-profile features still read every
 own job, each weighed by the same coherence (`features.profile.coherence_weights`).
 
 The negative query keeps a random `queries.negative_fraction` (1/6) of the terms, at least

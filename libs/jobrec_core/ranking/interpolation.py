@@ -55,20 +55,24 @@ def best_alpha(
     resamples: int,
     seed: int,
     grid: tuple[float, ...] = ALPHA_GRID,
+    pool_size: int | None = None,
 ) -> tuple[float, dict[float, float]]:
     """(the alpha to rank with, every alpha's mean held-out log-rank score) over held-out pools
     (`label` 1 on each query's held-out job): the alpha of `grid` with the best score (a tie
     goes to the higher alpha), but 1, the model alone, unless that alpha's paired gain over the
     model alone, per query, has a 95% bootstrap interval above zero. As at the promotion gate, a
     mix is never chosen on noise: on a few hundred dev candidates the best of 21 weights
-    beats the model alone by chance more often than not."""
+    beats the model alone by chance more often than not. A query whose pool lacks its
+    held-out job scores it just past `pool_size` (None: every pool holds it, as the stored
+    held-out pools do)."""
     if len(query) == 0:
         return 1.0, {}
     model_z, bm25_z = zscores(query, score), zscores(query, bm25)  # once, not per alpha
+    cut = len(query) if pool_size is None else pool_size
     per_query = {}
     for alpha in grid:
         ranked = rank_within_queries(query, _mixed(alpha, model_z, bm25_z), label, document)
-        per_query[alpha] = log_rank_score(ranked, len(query))
+        per_query[alpha] = log_rank_score(ranked, cut)
     means = {alpha: float(scores.mean()) for alpha, scores in per_query.items()}
     top = max(means.values())
     best = max(alpha for alpha, value in means.items() if value == top)

@@ -97,8 +97,14 @@ def first_relevant_rank(ranked: Ranked, k: int) -> np.ndarray:
 def reciprocal_rank(ranked: Ranked, k: int) -> np.ndarray:
     """1 / the rank (from 1) of each query's first relevant document within the top k; 0 when
     none is there."""
-    rank = first_relevant_rank(ranked, k)
-    return np.where(rank <= k, 1.0 / rank, 0.0)
+    return reciprocal_of_ranks(first_relevant_rank(ranked, k), k)
+
+
+def reciprocal_of_ranks(ranks: np.ndarray, k: float = np.inf) -> np.ndarray:
+    """1 / each rank (from 1), 0 for a rank past the top `k` (:func:`first_relevant_rank`'s
+    k + 1 for a miss; no cut by default)."""
+    ranks = np.asarray(ranks, dtype=np.float64)
+    return np.where(ranks <= k, 1.0 / ranks, 0.0)
 
 
 def log_rank_score(ranked: Ranked, k: int) -> np.ndarray:
@@ -112,12 +118,17 @@ def log_rank_score(ranked: Ranked, k: int) -> np.ndarray:
     the job from deep in the pool as well as one that swaps the top two, and on the same
     pools it separates two rankers with two to three times the z of the reciprocal rank
     (docs/TRAINING.md, "where the held-out metric and the ground truth part")."""
-    return -np.log(first_relevant_rank(ranked, k))
+    return log_rank_scores_of(first_relevant_rank(ranked, k))
 
 
-def geometric_mean_rank(log_rank_scores: np.ndarray) -> float:
-    """The rank the mean log-rank score stands for: exp(-mean), nan for no queries."""
-    return float(np.exp(-np.mean(log_rank_scores))) if len(log_rank_scores) else float("nan")
+def log_rank_scores_of(ranks: np.ndarray) -> np.ndarray:
+    """-ln of each rank (from 1): the log-rank score of ranks already known."""
+    return -np.log(np.asarray(ranks, dtype=np.float64))
+
+
+def geometric_mean_rank(mean_log_rank_score: float) -> float:
+    """The rank a mean log-rank score stands for, exp(-mean): what tables print beside it."""
+    return float(np.exp(-mean_log_rank_score))
 
 
 def top_k(ranked: Ranked, k: int) -> list[np.ndarray]:

@@ -40,6 +40,7 @@ from jobrec_core.config import JobrecConfig
 from jobrec_core.models.registry import model_of, trained_embeddings
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
+from jobrec_core.ranking.metrics import geometric_mean_rank, log_rank_scores_of
 from jobrec_core.ranking.statistics import PairedDifference, paired_difference
 from jobrec_core.training.scoring import SplitScores, evaluate
 
@@ -147,7 +148,7 @@ def decide(
     if champion is not None and champion.version == challenger.version:
         return Verdict(True, "already the champion")
     if champion is None:
-        reference = -np.log(retriever_ranks)
+        reference = log_rank_scores_of(retriever_ranks)
         against = "BM25's order of the pools (no champion yet)"
     else:
         reference, against = champion.log_rank_scores, f"champion v{champion.version}"
@@ -159,7 +160,8 @@ def decide(
     gain = paired_difference(ours, reference, resamples, seed)
     figures = (
         f"held-out log-rank score {gain.mean:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}] "
-        f"(95% CI; the held-out job ranks {np.exp(gain.mean):.2f}x higher, geometric mean), "
+        f"(95% CI; the held-out job ranks {1 / geometric_mean_rank(gain.mean):.2f}x higher, "
+        "geometric mean), "
         f"p {gain.p_value:.3f}, over {against} on {len(ours):,} test candidates "
         f"(wins/ties/losses {gain.wins}/{gain.ties}/{gain.losses})"
     )
@@ -207,6 +209,7 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         replaced = _other_embeddings(client, current, candidate)
         champion = None if replaced else scores_of(current)
     bm25_ranks = bm25_held_out_ranks(files.held_out)
+    bm25 = SplitScores(float("nan"), float("nan"), bm25_ranks)  # its held-out figures alone
     if run_status != "FINISHED":
         verdict = Verdict(False, f"its training run is {run_status}, not FINISHED")
     else:
@@ -226,8 +229,8 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         challenger,
         champion,
         verdict,
-        float(np.mean(1.0 / bm25_ranks)) if len(bm25_ranks) else float("nan"),
-        float(np.mean(-np.log(bm25_ranks))) if len(bm25_ranks) else float("nan"),
+        bm25.held_out_mrr,
+        bm25.held_out_log_rank,
     )
     _record(client, decision)
     if decision.promoted:
@@ -293,7 +296,7 @@ def bm25_held_out_ranks(held_out_files: Sequence[str]) -> np.ndarray:
 
 def _held_out(log_rank: float, mrr: float) -> str:
     """The held-out columns: the mean log-rank score, the rank it stands for, the MRR."""
-    return f"{log_rank:>10.4f}{np.exp(-log_rank):>9.2f}{mrr:>8.4f}"
+    return f"{log_rank:>10.4f}{geometric_mean_rank(log_rank):>9.2f}{mrr:>8.4f}"
 
 
 def _record(client: MlflowClient, decision: PromotionDecision) -> None:

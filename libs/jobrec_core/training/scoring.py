@@ -14,9 +14,11 @@ import torch
 from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
     first_relevant_rank,
+    log_rank_scores_of,
     mean_average_precision,
     pairwise_accuracy,
     rank_within_queries,
+    reciprocal_of_ranks,
 )
 from jobrec_core.training.batches import DocumentStream, ReaderSettings, TripleStream, loader
 from jobrec_scoring.network import Drmm
@@ -74,7 +76,9 @@ def map_of(model: Drmm, settings: ReaderSettings, device: torch.device, k: int) 
 
 def held_out_ranks(model: Drmm, settings: ReaderSettings, device: torch.device) -> np.ndarray:
     """Per held-out candidate, in candidate-id order (so two models' arrays pair up): the
-    rank (from 1) the model gives the held-out job in its pool."""
+    rank (from 1) the model gives the held-out job in its pool. A stored held-out pool always
+    holds its held-out job (`pairs.splits.held_out_documents` keeps only those), so every rank
+    is within the pool."""
     pools = score_documents(model, settings, device)
     if len(pools.query) == 0:
         return np.zeros(0)
@@ -109,7 +113,7 @@ class SplitScores:
     @property
     def log_rank_scores(self) -> np.ndarray:
         """-ln rank per candidate: what models are selected and compared on."""
-        return -np.log(self.held_out_ranks)
+        return log_rank_scores_of(self.held_out_ranks)
 
     @property
     def held_out_log_rank(self) -> float:
@@ -117,7 +121,7 @@ class SplitScores:
 
     @property
     def held_out_mrr(self) -> float:
-        return _mean(1.0 / self.held_out_ranks)
+        return _mean(reciprocal_of_ranks(self.held_out_ranks))
 
 
 def evaluate(

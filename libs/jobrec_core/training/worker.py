@@ -9,8 +9,9 @@ JSON for any launcher.
 
 Per epoch: each process streams its shard of the training triples (`jobrec_core.training.batches`),
 DDP averages the gradients (`join()` lets shards of unequal size finish together), rank 0
-measures dev accuracy, dev MAP and the dev held-out MRR and writes a checkpoint; every process
-then reads the same early-stopping decision. Epochs are selected on the held-out MRR: each
+measures dev accuracy, dev MAP and the dev held-out MRR and log-rank score and writes a
+checkpoint; every process then reads the same early-stopping decision. Epochs are selected on
+the held-out log-rank score (`ranking.metrics.log_rank_score`): each
 phase ends with the weights of its best epoch (every process keeps them; the checkpoint too).
 Seeds depend on (seed, phase, epoch, rank) alone, so a run resumed from its checkpoint
 continues exactly as the uninterrupted run would have.

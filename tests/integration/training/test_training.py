@@ -408,9 +408,9 @@ def open_gate(spark, trained) -> tuple[JobrecConfig, MlflowClient, GateFiles]:
 def test_promotion_gate_in_both_directions(spark, trained):
     """On the real registry: without a champion, a model must beat BM25's own order of the
     test pools (BM25's order itself does not, nor its reverse), and a better one becomes
-    champion; a challenger significantly better on held-out MRR replaces a champion; one that
-    is not (the same weights, registered again) is refused with the figures; a failed run
-    never passes."""
+    champion; a challenger significantly better in the held-out log rank replaces a
+    champion; one that is not (the same weights, registered again) is refused with the
+    figures; a failed run never passes."""
     config, client, files = open_gate(spark, trained)
     name = config.mlflow.model_name
     assert files.held_out
@@ -516,7 +516,8 @@ def test_tuning_trains_each_trial_and_logs_the_choice(spark, tiny, tiny_pairs):
     ]
     measured = run_tuning(spark, trials)
     assert [t.overrides for t in measured] == [overrides for overrides, _ in trials]
-    assert all(0 < t.dev_mrr <= 1 and 1 <= t.epochs <= 2 for t in measured)
+    assert all(0 < t.dev_mrr <= 1 and t.dev_log_rank <= 0 for t in measured)
+    assert all(1 <= t.epochs <= 2 for t in measured)
     configure_mlflow(base)
     [run] = mlflow.search_runs(filter_string="tags.stage = 'tune_drmm'", output_format="list")
     assert run.data.tags["chosen"] == " ".join(best_trial(measured).overrides)

@@ -22,7 +22,7 @@ from jobrec_core.ranking.metrics import (
     rank_within_queries,
 )
 from jobrec_core.training.batches import ReaderSettings, list_index, rebatch, row_share
-from jobrec_core.training.promotion import Scores, decide
+from jobrec_core.training.promotion import PromotionDecision, Scores, decide
 from jobrec_core.training.scoring import SplitScores
 from jobrec_core.training.worker import best_epoch, epoch_batch_size, should_stop
 from jobrec_scoring.inputs import document_inputs, pad_queries, query_gate, to_bytes
@@ -564,40 +564,41 @@ def test_queries_without_relevant_documents_have_zero_ap():
 # --- the promotion gate ------------------------------------------------------------------------
 
 
-def gate_scores(version: str, log_ranks: np.ndarray, accuracy: float = 0.9) -> Scores:
-    """A version whose held-out jobs ranked exp(`log_ranks`) (ranks from 1)."""
-    return Scores(version, SplitScores(accuracy, 0.8, held_out_ranks(log_ranks)))
+def gate_scores(version: str, ln_ranks: np.ndarray, accuracy: float = 0.9) -> Scores:
+    """A version whose held-out jobs ranked exp(`ln_ranks`) (ranks from 1)."""
+    return Scores(version, SplitScores(accuracy, 0.8, ranks_of(ln_ranks)))
 
 
-def held_out_ranks(log_ranks: np.ndarray) -> np.ndarray:
-    return np.exp(np.maximum(log_ranks, 0.0))  # rank 1 at best
+def ranks_of(ln_ranks: np.ndarray) -> np.ndarray:
+    return np.exp(np.maximum(ln_ranks, 0.0))  # rank 1 at best
 
 
 def test_promotion_gate_needs_a_significant_paired_gain_in_the_log_rank_over_the_champion():
     rng = np.random.default_rng(7)
-    champion_log_ranks = rng.uniform(1, np.log(100), 400)
-    champion = gate_scores("4", champion_log_ranks)
-    bm25_ranks = held_out_ranks(rng.uniform(1, np.log(100), 400))
+    champion_ln_ranks = rng.uniform(1, np.log(100), 400)
+    champion = gate_scores("4", champion_ln_ranks)
+    bm25_ranks = ranks_of(rng.uniform(1, np.log(100), 400))
 
-    def verdict(log_ranks: np.ndarray, accuracy: float = 0.9, against: Scores | None = champion):
-        return decide(gate_scores("5", log_ranks, accuracy), against, bm25_ranks, 0.6, 1000, 11)
+    def verdict(ln_ranks: np.ndarray, accuracy: float = 0.9, against: Scores | None = champion):
+        return decide(gate_scores("5", ln_ranks, accuracy), against, bm25_ranks, 0.6, 1000, 11)
 
-    same = verdict(champion_log_ranks + rng.normal(0, 0.4, 400))  # the same on average
+    same = verdict(champion_ln_ranks + rng.normal(0, 0.4, 400))  # the same on average
     assert not same.promoted and same.reason.startswith("no significant difference")
     assert same.gain is not None and same.gain.low < 0 < same.gain.high
-    better = verdict(champion_log_ranks - 0.3 + rng.normal(0, 0.4, 400))
+    better = verdict(champion_ln_ranks - 0.3 + rng.normal(0, 0.4, 400))
     assert better.promoted and better.reason.startswith("significantly better")
     assert better.gain is not None and better.gain.low > 0
     assert "over champion v4" in better.reason and "ranks 1." in better.reason
-    worse = verdict(champion_log_ranks + 0.3)
+    worse = verdict(champion_ln_ranks + 0.3)
     assert not worse.promoted and worse.reason.startswith("significantly worse")
-    already = decide(gate_scores("4", champion_log_ranks), champion, bm25_ranks, 0.6, 1000, 11)
+    already = decide(gate_scores("4", champion_ln_ranks), champion, bm25_ranks, 0.6, 1000, 11)
     assert already.promoted and "already" in already.reason
 
 
 def test_the_gate_counts_every_halving_of_the_rank_alike():
-    """Lifting held-out jobs from 40th to 10th is a gain, though the MRR hardly moves (0.075);
-    swapping the top two of as many candidates back is not enough to cancel it."""
+    """Half the champion's held-out jobs are 2nd, half 40th. The challenger lifts every 40th
+    to 10th and drops 60 of the 2nd to 3rd: its MRR is lower, so a gate on the MRR would
+    refuse it, but the held-out jobs rank higher overall and the log rank promotes it."""
     base = np.full(200, np.log(40.0))
     base[:100] = np.log(2.0)
     champion = gate_scores("4", base)
@@ -605,9 +606,22 @@ def test_the_gate_counts_every_halving_of_the_rank_alike():
     lifted[100:] = np.log(10.0)  # 40th -> 10th
     lifted[:60] = np.log(3.0)  # 2nd -> 3rd
     challenger = gate_scores("5", lifted)
-    assert challenger.mrr - champion.mrr < 0.01
-    verdict = decide(challenger, champion, held_out_ranks(base), 0.6, 1000, 11)
+    assert challenger.mrr < champion.mrr
+    verdict = decide(challenger, champion, ranks_of(base), 0.6, 1000, 11)
     assert verdict.promoted and verdict.gain is not None and verdict.gain.low > 0
+
+
+def test_the_decision_prints_the_log_rank_the_rank_it_stands_for_and_the_mrr():
+    champion = gate_scores("4", np.full(10, np.log(4.0)))
+    challenger = gate_scores("5", np.full(10, np.log(2.0)))
+    verdict = decide(challenger, champion, ranks_of(np.full(10, np.log(8.0))), 0.6, 200, 1)
+    decision = PromotionDecision("jobrec_drmm", challenger, champion, verdict, 0.125, -np.log(8))
+    lines = decision.format().splitlines()
+    assert lines[0].split() == ["version", "log-rank", "GM", "rank", "MRR", "accuracy", "MAP"]
+    assert lines[1].split()[:5] == ["challenger", "5", f"{-np.log(2):.4f}", "2.00", "0.5000"]
+    assert lines[2].split()[:5] == ["champion", "4", f"{-np.log(4):.4f}", "4.00", "0.2500"]
+    assert lines[3].split() == ["BM25", "order", f"{-np.log(8):.4f}", "8.00", "0.1250"]
+    assert "PROMOTED" in lines[4] and "ranks 2.00x higher" in lines[4]
 
 
 def test_the_first_model_must_beat_the_retrievers_own_order():
@@ -615,18 +629,18 @@ def test_the_first_model_must_beat_the_retrievers_own_order():
     as good as BM25 is not enough (it would add a model and nothing else), and the floor
     still applies."""
     rng = np.random.default_rng(3)
-    bm25_log_ranks = rng.uniform(1, np.log(100), 400)
-    bm25_ranks = held_out_ranks(bm25_log_ranks)
+    bm25_ln_ranks = rng.uniform(1, np.log(100), 400)
+    bm25_ranks = ranks_of(bm25_ln_ranks)
 
-    def first(log_ranks: np.ndarray, accuracy: float = 0.9):
-        return decide(gate_scores("1", log_ranks, accuracy), None, bm25_ranks, 0.6, 1000, 11)
+    def first(ln_ranks: np.ndarray, accuracy: float = 0.9):
+        return decide(gate_scores("1", ln_ranks, accuracy), None, bm25_ranks, 0.6, 1000, 11)
 
-    as_bm25 = first(bm25_log_ranks + rng.normal(0, 0.4, 400))
+    as_bm25 = first(bm25_ln_ranks + rng.normal(0, 0.4, 400))
     assert not as_bm25.promoted and as_bm25.reason.startswith("no significant difference")
     assert "over BM25's order of the pools (no champion yet)" in as_bm25.reason
-    below = first(bm25_log_ranks + 0.3)
+    below = first(bm25_ln_ranks + 0.3)
     assert not below.promoted and below.reason.startswith("significantly worse")
-    above = bm25_log_ranks - 0.3 + rng.normal(0, 0.4, 400)
+    above = bm25_ln_ranks - 0.3 + rng.normal(0, 0.4, 400)
     promoted = first(above)
     assert promoted.promoted and promoted.gain is not None and promoted.gain.low > 0
     assert not first(above, accuracy=0.5).promoted  # below the floor

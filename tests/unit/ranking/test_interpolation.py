@@ -66,3 +66,15 @@ def test_a_mix_that_beats_the_model_alone_by_noise_is_not_chosen():
     # 0.65 looks best by chance (-1.344 against -1.357); the model alone is kept all the same
     assert max(tried, key=tried.__getitem__) == 0.65 and tried[0.65] > tried[1.0]
     assert alpha == 1.0
+
+
+def test_a_pool_without_its_held_out_job_scores_it_just_past_the_pool():
+    """Query 0 holds its held-out job (2nd in both orders), query 1 does not: a miss counts
+    as rank pool_size + 1 for every weight, whatever the other queries' rows."""
+    query = np.repeat([0, 1], 3)
+    document = np.arange(6)
+    label = np.array([0, 1, 0, 0, 0, 0])
+    score = np.array([3.0, 2.0, 1.0, 3.0, 2.0, 1.0])
+    alpha, tried = best_alpha(query, score, score, label, document, 200, 0, pool_size=100)
+    expected = -(np.log(2) + np.log(101)) / 2
+    assert alpha == 1.0 and all(value == pytest.approx(expected) for value in tried.values())

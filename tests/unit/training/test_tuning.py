@@ -1,4 +1,4 @@
-"""Hyper-parameter grids and the choice by dev held-out MRR."""
+"""Hyper-parameter grids and the choice by the dev held-out log rank."""
 
 from __future__ import annotations
 
