@@ -26,7 +26,12 @@ from scipy.stats import kendalltau, spearmanr
 
 from jobrec_core.evaluation.ground_truth import GroundTruthRow
 from jobrec_core.evaluation.protocols import ranked_by
-from jobrec_core.ranking.metrics import log_rank_score, ndcg_at_k, reciprocal_rank
+from jobrec_core.ranking.metrics import (
+    first_relevant_rank,
+    log_rank_scores_of,
+    ndcg_at_k,
+    reciprocal_of_ranks,
+)
 from jobrec_core.ranking.scorers import score_column_of
 from jobrec_core.ranking.statistics import (
     PairedDifference,
@@ -91,12 +96,13 @@ def held_out_interest(
     if scored.empty:
         return HeldOut([], 0, float("nan"))
     ranked = {name: ranked_by(scored, score_column_of(name)) for name in rankers}
-    scores = {name: log_rank_score(r, pool) for name, r in ranked.items()}
+    ranks = {name: first_relevant_rank(r, pool) for name, r in ranked.items()}
+    scores = {name: log_rank_scores_of(r) for name, r in ranks.items()}
     compared = against_reference(scores, resamples, seed)
     rows = []
     for name, r in ranked.items():
-        m = bootstrap_mean(reciprocal_rank(r, pool), resamples, seed)
-        recall = bootstrap_mean(reciprocal_rank(r, k) > 0, resamples, seed)
+        m = bootstrap_mean(reciprocal_of_ranks(ranks[name], pool), resamples, seed)
+        recall = bootstrap_mean(ranks[name] <= k, resamples, seed)
         n = bootstrap_mean(ndcg_at_k(r, k), resamples, seed)
         log_rank = bootstrap_mean(scores[name], resamples, seed)
         versus, p_holm = compared.get(name, (None, float("nan")))

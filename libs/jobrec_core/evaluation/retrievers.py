@@ -33,11 +33,13 @@ from jobrec_core.features.neighbours import InterestMemory, nearest, neighbour_v
 from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
     Ranked,
+    first_relevant_rank,
     log_rank_score,
+    log_rank_scores_of,
     ndcg_at_k,
     precision_at_k,
     rank_within_queries,
-    reciprocal_rank,
+    reciprocal_of_ranks,
 )
 from jobrec_core.ranking.scorers import RETRIEVAL_ORDER, score_column_of
 from jobrec_core.ranking.statistics import (
@@ -204,17 +206,19 @@ def with_held_out(
     """The comparison with every pipeline's held-out log-rank score, paired against the
     reference, and its MRR."""
     reference = next(p for p in comparison.pipelines if p.name == comparison.reference)
-    ranked = {
-        p.name: held_out[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER]
+    ranks = {
+        p.name: first_relevant_rank(
+            held_out[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER], pool_size
+        )
         for p in [reference, *(p for p in comparison.pipelines if p is not reference)]
     }
-    scores = {name: log_rank_score(r, pool_size) for name, r in ranked.items()}
+    scores = {name: log_rank_scores_of(r) for name, r in ranks.items()}
     compared = against_reference(scores, resamples, seed)
     pipelines = [
         replace(
             p,
             held_out_mrr=bootstrap_mean(
-                reciprocal_rank(ranked[p.name], pool_size), resamples, seed
+                reciprocal_of_ranks(ranks[p.name], pool_size), resamples, seed
             ),
             held_out_log_rank=bootstrap_mean(scores[p.name], resamples, seed),
             held_out_versus=compared.get(p.name, (None, 0.0))[0],

@@ -90,8 +90,7 @@ def first_relevant_rank(ranked: Ranked, k: int) -> np.ndarray:
     """The rank (from 1) of each query's first relevant document within the top k; k + 1,
     just past the cut, when none is there."""
     found = (ranked.label > 0) & (ranked.rank < k)
-    first = np.where(found, ranked.rank + 1.0, np.inf)
-    return np.minimum(np.minimum.reduceat(first, ranked.starts), k + 1.0)
+    return np.minimum.reduceat(np.where(found, ranked.rank + 1.0, k + 1.0), ranked.starts)
 
 
 def reciprocal_rank(ranked: Ranked, k: int) -> np.ndarray:
