@@ -1,0 +1,51 @@
+"""The training key names what changes the trained weights: checkpoints under one key are
+reused, so anything that would keep another epoch or other weights must change it, and
+anything that only changes how the run is launched must not."""
+
+from dataclasses import replace
+
+import pytest
+
+from jobrec_core.config import load_config
+from jobrec_core.training import stage
+from jobrec_core.training.stage import TrainingInputs, training_key
+from jobrec_scoring.network import DrmmSpec
+
+SPEC = DrmmSpec(bins=30, histogram="lch", mlp_layers=3, mlp_width=8, gating="idf", gate_dim=1)
+INPUTS = TrainingInputs(
+    triples="triples",
+    map_sets="map_sets",
+    files={},
+    versions={"pairs": "3", "embeddings": "1"},
+    vectors_file="vectors.kv",
+    tables=(),
+)
+
+
+def key(*overrides: str) -> str:
+    return training_key(load_config("local", list(overrides), None), SPEC, INPUTS)
+
+
+def test_the_measure_that_selects_the_epoch_is_part_of_the_key(monkeypatch):
+    selected_on_log_rank = key()
+    monkeypatch.setattr(stage, "EPOCH_SELECTION", "held-out MRR")
+    assert key() != selected_on_log_rank
+
+
+@pytest.mark.parametrize(
+    "override", ["training.learning_rate=0.001", "training.early_stop_patience=5", "run.seed=7"]
+)
+def test_settings_of_the_weights_change_the_key(override):
+    assert key(override) != key()
+
+
+@pytest.mark.parametrize(
+    "override", ["training.num_processes=1", "training.launcher=single", "training.use_gpu=true"]
+)
+def test_how_the_training_runs_keeps_the_key(override):
+    assert key(override) == key()
+
+
+def test_other_data_changes_the_key():
+    other = replace(INPUTS, versions={"pairs": "4", "embeddings": "1"})
+    assert training_key(load_config("local", [], None), SPEC, other) != key()
