@@ -141,13 +141,28 @@ def load_champion(config: JobrecConfig) -> Champion:
     )
 
 
+# the training run's tag naming the model configuration (`model.version`, e.g. "v10"): the
+# registry numbers versions in the order they were trained, so version 6 may be v5
+CONFIGURATION_TAG = "model_version_config"
+
+
 def trained_embeddings(client: MlflowClient, model_version: ModelVersion) -> str | None:
     """The embeddings version a registered model's training run was tagged with (None for a
     model logged outside a training run)."""
+    return _training_tag(client, model_version, "embeddings_version")
+
+
+def trained_configuration(client: MlflowClient, model_version: ModelVersion) -> str | None:
+    """The configuration a registered model was trained as (None for a model logged outside a
+    training run)."""
+    return _training_tag(client, model_version, CONFIGURATION_TAG)
+
+
+def _training_tag(client: MlflowClient, model_version: ModelVersion, tag: str) -> str | None:
     if not model_version.run_id:
         return None
-    tag = client.get_run(model_version.run_id).data.tags.get("embeddings_version")
-    return str(tag) if tag is not None else None
+    value = client.get_run(model_version.run_id).data.tags.get(tag)
+    return str(value) if value is not None else None
 
 
 def model_entry(model_version: str) -> str:

@@ -37,7 +37,7 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.models.registry import model_of, trained_embeddings
+from jobrec_core.models.registry import model_of, trained_configuration, trained_embeddings
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
 from jobrec_core.ranking.metrics import geometric_mean_rank, log_rank_scores_of
@@ -63,6 +63,14 @@ class Scores:
 
     version: str
     measured: SplitScores
+    # the model configuration it was trained as (`model.version`): registry version 6 may be
+    # configuration v5, so messages name both
+    configuration: str = ""
+
+    @property
+    def label(self) -> str:
+        trained_as = f" ({self.configuration})" if self.configuration else ""
+        return f"version {self.version}{trained_as}"
 
     @property
     def mrr(self) -> float:
@@ -123,9 +131,7 @@ class PromotionDecision:
                 )
         rows.append(f"{'BM25 order':<12}{'':>8}{_held_out(self.bm25_log_rank, self.bm25_mrr)}")
         verdict = "PROMOTED to champion" if self.promoted else "not promoted"
-        return "\n".join(
-            [*rows, f"{self.model} v{self.challenger.version}: {verdict}: {self.reason}"]
-        )
+        return "\n".join([*rows, f"{self.model} {self.challenger.label}: {verdict}: {self.reason}"])
 
 
 def decide(
@@ -151,7 +157,7 @@ def decide(
         reference = log_rank_scores_of(retriever_ranks)
         against = "BM25's order of the pools (no champion yet)"
     else:
-        reference, against = champion.log_rank_scores, f"champion v{champion.version}"
+        reference, against = champion.log_rank_scores, f"champion {champion.label}"
     ours = challenger.log_rank_scores
     if len(ours) != len(reference):
         raise ValueError(f"the challenger and {against} were scored on different candidates")
@@ -194,6 +200,7 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         return Scores(
             number,
             test_scores(scored, files, config.training.eval_batch_size, config.evaluation.k),
+            trained_configuration(client, registered) or "",
         )
 
     run_status = client.get_run(candidate.run_id).info.status if candidate.run_id else None
@@ -277,7 +284,10 @@ def _other_embeddings(
     old, new = trained_embeddings(client, champion), trained_embeddings(client, challenger)
     if old is None or new is None or old == new:
         return None
-    return f"the champion v{champion.version} was trained on embeddings {old}, this one on {new}"
+    return (
+        f"the champion version {champion.version} was trained on embeddings {old}, "
+        f"this one on {new}"
+    )
 
 
 def bm25_held_out_ranks(held_out_files: Sequence[str]) -> np.ndarray:

@@ -33,7 +33,7 @@ from pyspark.sql import SparkSession
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.drmm import spec_from_config
 from jobrec_core.models.model_io import save_model
-from jobrec_core.models.registry import model_entry
+from jobrec_core.models.registry import CONFIGURATION_TAG, model_entry
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
@@ -451,7 +451,7 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
             mlflow.set_tags(
                 {
                     "stage": "train_drmm",
-                    "model_version_config": config.model.version,
+                    CONFIGURATION_TAG: config.model.version,
                     "training_key": key,
                     **inputs.versions,
                 }

@@ -439,7 +439,7 @@ def test_promotion_gate_in_both_directions(spark, trained):
     second = promote(config, better, files)
     assert second.promoted, second.format()
     assert second.reason.startswith("significantly better")
-    assert f"over champion v{worse}" in second.reason
+    assert f"over champion version {worse}" in second.reason
     assert second.verdict.gain is not None and second.verdict.gain.low > 0
     assert second.champion is not None and second.champion.version == worse
     assert str(client.get_model_version_by_alias(name, "champion").version) == better
@@ -484,7 +484,7 @@ def test_a_champion_on_other_embeddings_faces_bm25s_order_instead(spark, trained
     assert not refused.promoted and refused.champion is None, refused.format()
     assert refused.reason.startswith("no significant difference")
     assert "over BM25's order of the pools" in refused.reason
-    assert f"the champion v{stale} was trained on embeddings w2v-older" in refused.reason
+    assert f"the champion version {stale} was trained on embeddings w2v-older" in refused.reason
     with pytest.raises(NoChampionError, match="w2v-older"):
         load_champion(config)
     served = served_ranker(None, config)
@@ -495,7 +495,7 @@ def test_a_champion_on_other_embeddings_faces_bm25s_order_instead(spark, trained
     again = register(config, model, spark, embeddings=current)
     same = promote(config, again, files)
     assert not same.promoted and same.reason.startswith("no significant difference")
-    assert f"over champion v{fresh}" in same.reason
+    assert f"over champion version {fresh}" in same.reason
     assert str(client.get_model_version_by_alias(name, "champion").version) == fresh
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -588,7 +589,7 @@ def test_promotion_gate_needs_a_significant_paired_gain_in_the_log_rank_over_the
     better = verdict(champion_ln_ranks - 0.3 + rng.normal(0, 0.4, 400))
     assert better.promoted and better.reason.startswith("significantly better")
     assert better.gain is not None and better.gain.low > 0
-    assert "over champion v4" in better.reason and "ranks 1." in better.reason
+    assert "over champion version 4" in better.reason and "ranks 1." in better.reason
     worse = verdict(champion_ln_ranks + 0.3)
     assert not worse.promoted and worse.reason.startswith("significantly worse")
     already = decide(gate_scores("4", champion_ln_ranks), champion, bm25_ranks, 0.6, 1000, 11)
@@ -622,6 +623,17 @@ def test_the_decision_prints_the_log_rank_the_rank_it_stands_for_and_the_mrr():
     assert lines[2].split()[:5] == ["champion", "4", f"{-np.log(4):.4f}", "4.00", "0.2500"]
     assert lines[3].split() == ["BM25", "order", f"{-np.log(8):.4f}", "8.00", "0.1250"]
     assert "PROMOTED" in lines[4] and "ranks 2.00x higher" in lines[4]
+
+
+def test_the_decision_names_the_configuration_each_registry_version_was_trained_as():
+    """The registry numbers versions in training order, so version 6 may be configuration v5
+    and version 5 v10: a message naming only "v5" would say the wrong one."""
+    champion = replace(gate_scores("5", np.full(10, np.log(2.0))), configuration="v10")
+    challenger = replace(gate_scores("6", np.full(10, np.log(2.0))), configuration="v5")
+    verdict = decide(challenger, champion, ranks_of(np.full(10, np.log(8.0))), 0.6, 200, 1)
+    decision = PromotionDecision("jobrec_drmm", challenger, champion, verdict)
+    assert "over champion version 5 (v10)" in verdict.reason
+    assert decision.format().splitlines()[-1].startswith("jobrec_drmm version 6 (v5): not promoted")
 
 
 def test_the_first_model_must_beat_the_retrievers_own_order():
