@@ -11,7 +11,13 @@
 # COMMAND ----------
 
 from jobrec_core.devtools.notebook import Parameter, open_notebook
-from jobrec_core.platform.tracking import logged_images, logged_tables, model_versions, stage_runs
+from jobrec_core.platform.tracking import (
+    CONFIGURATION_TAG,
+    logged_images,
+    logged_tables,
+    model_versions,
+    stage_runs,
+)
 
 notebook = open_notebook(
     "Pipeline results", Parameter("trainings", "4", "latest training runs whose curves are shown")
@@ -50,7 +56,7 @@ for run in evaluations:
 for run in stage_runs(config, "train_drmm", limit=int(notebook.parameter("trainings"))):
     print(f"{run.info.run_name}: run {run.info.run_id}, {run.info.status}")
     for name, figure in logged_images(config, run.info.run_id).items():
-        notebook.figure(figure, f"{run.data.tags.get('model_version_config', 'drmm')}_{name}")
+        notebook.figure(figure, f"{run.data.tags.get(CONFIGURATION_TAG, 'drmm')}_{name}")
 
 # COMMAND ----------
 

@@ -185,7 +185,7 @@ def markdown(
         ", ".join(f"{key}: `{value}`" for key, value in context.items()),
         "",
         "Models (registry versions): "
-        + (", ".join(f"{r} = v{v}" for r, v in report.models.items()) or "none"),
+        + (", ".join(f"{r} = version {v}" for r, v in report.models.items()) or "none"),
         "",
         "```",
         report.format(),

@@ -153,7 +153,9 @@ def current_models(
         if entry is None or entry.get("version") is None:
             skipped[ranker] = f"never trained (jobs/train_drmm.py --set model.version={version})"
         elif any(str(entry.get(key)) != value for key, value in current.items()):
-            skipped[ranker] = f"registry v{entry['version']} was trained on older pairs: retrain it"
+            skipped[ranker] = (
+                f"registry version {entry['version']} was trained on older pairs: retrain it"
+            )
         else:
             found[ranker] = str(entry["version"])
     return found, skipped
@@ -416,7 +418,7 @@ def champion_scorer(
         return None
     name = next(
         (ranker for ranker, version in models.items() if version == str(champion.version)),
-        f"{champion.name} v{champion.version}",
+        champion.label,
     )
     return drmm_scorer(spark, name, champion.model)
 

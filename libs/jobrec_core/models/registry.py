@@ -31,6 +31,7 @@ from mlflow.tracking import MlflowClient
 import jobrec_scoring
 from jobrec_core.config import JobrecConfig
 from jobrec_core.platform import manifest
+from jobrec_core.platform.tracking import CONFIGURATION_TAG
 from jobrec_scoring.inputs import QUERY_TERMS, RAGGED_TYPES
 from jobrec_scoring.model import MODEL_ARTIFACT, input_columns, score_frame
 from jobrec_scoring.network import Drmm
@@ -99,11 +100,23 @@ def model_of(uri: str) -> Drmm:
 # --- promotion ----------------------------------------------------------------------------------
 
 
+def version_label(version: str, configuration: str | None) -> str:
+    """A registry version as messages name it, e.g. "version 5 (v10)": the registry numbers
+    versions in training order, so version 5 need not be configuration v5."""
+    return f"version {version}" + (f" ({configuration})" if configuration else "")
+
+
 @dataclass(frozen=True)
 class Champion:
     name: str
     version: str
     model: Drmm
+    configuration: str | None = None  # what it was trained as (`model.version`)
+
+    @property
+    def label(self) -> str:
+        """e.g. "jobrec_drmm version 5 (v10)"."""
+        return f"{self.name} {version_label(self.version, self.configuration)}"
 
 
 class NoChampionError(LookupError):
@@ -132,18 +145,16 @@ def load_champion(config: JobrecConfig) -> Champion:
     trained_on = trained_embeddings(client, current)
     if trained_on is not None and trained_on != embeddings:
         raise NoChampionError(
-            f"{settings.model_name} v{current.version} was trained with embeddings {trained_on}, "
-            f"the current ones are {embeddings}: retrain and promote a model first"
+            f"{settings.model_name} version {current.version} was trained with embeddings "
+            f"{trained_on}, the current ones are {embeddings}: retrain and promote a model first"
         )
     version = str(current.version)
     return Champion(
-        settings.model_name, version, model_of(f"models:/{settings.model_name}/{version}")
+        settings.model_name,
+        version,
+        model_of(f"models:/{settings.model_name}/{version}"),
+        trained_configuration(client, current),
     )
-
-
-# the training run's tag naming the model configuration (`model.version`, e.g. "v10"): the
-# registry numbers versions in the order they were trained, so version 6 may be v5
-CONFIGURATION_TAG = "model_version_config"
 
 
 def trained_embeddings(client: MlflowClient, model_version: ModelVersion) -> str | None:

@@ -34,6 +34,9 @@ from jobrec_core.platform.tables import delta_version, read_delta
 
 # Model-version tags of the promotion gate: `promotion.decision`, `promotion.test_map`, ...
 PROMOTION_TAG = "promotion"
+# The training run's tag naming the model configuration (`model.version`, e.g. "v10"): the
+# registry numbers versions in training order, so version 6 may be configuration v5.
+CONFIGURATION_TAG = "model_version_config"
 # The Databricks job run that started this process (`--job-run-id`, see `runtime`), and the
 # tag of the stage runs that carries it.
 JOB_RUN_ID_ENV = "JOBREC_JOB_RUN_ID"
@@ -198,9 +201,18 @@ def logged_images(config: JobrecConfig, run_id: str) -> dict[str, Any]:
 
 
 def model_versions(config: JobrecConfig) -> pd.DataFrame:
-    """Every registered version of the DRMM: its aliases, run and the promotion gate's
-    decision (the `promotion.*` tags), newest first."""
-    columns = ["version", "aliases", "decision", "test_accuracy", "test_map", "reason", "run_id"]
+    """Every registered version of the DRMM: the configuration it was trained as, its aliases,
+    run and the promotion gate's decision (the `promotion.*` tags), newest first."""
+    columns = [
+        "version",
+        "configuration",
+        "aliases",
+        "decision",
+        "test_accuracy",
+        "test_map",
+        "reason",
+        "run_id",
+    ]
     client = registry_client(config)
     name = config.mlflow.model_name
     try:
@@ -221,6 +233,11 @@ def model_versions(config: JobrecConfig) -> pd.DataFrame:
         rows.append(
             {
                 "version": int(version.version),
+                "configuration": (
+                    client.get_run(version.run_id).data.tags.get(CONFIGURATION_TAG, "")
+                    if version.run_id
+                    else ""
+                ),
                 "aliases": ", ".join(sorted(aliases.get(str(version.version), []))),
                 "decision": tags.get("decision", ""),
                 "test_accuracy": tags.get("test_accuracy", ""),

@@ -109,7 +109,7 @@ def served_ranker(spark: SparkSession | None, config: JobrecConfig) -> ServedRan
         log.warning("recommend: %s; serving the %s", error, label)
         return ServedRanker(label, RetrievalOrderScorer())
     scorer = drmm_scorer(spark, f"DRMM {champion.version}", champion.model)
-    return ServedRanker(f"{champion.name} v{champion.version}", scorer)
+    return ServedRanker(champion.label, scorer)
 
 
 def run_recommend(

@@ -37,7 +37,12 @@ from mlflow.exceptions import MlflowException
 from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
-from jobrec_core.models.registry import model_of, trained_configuration, trained_embeddings
+from jobrec_core.models.registry import (
+    model_of,
+    trained_configuration,
+    trained_embeddings,
+    version_label,
+)
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
 from jobrec_core.ranking.metrics import geometric_mean_rank, log_rank_scores_of
@@ -63,14 +68,11 @@ class Scores:
 
     version: str
     measured: SplitScores
-    # the model configuration it was trained as (`model.version`): registry version 6 may be
-    # configuration v5, so messages name both
-    configuration: str = ""
+    configuration: str | None = None  # what it was trained as (`model.version`)
 
     @property
     def label(self) -> str:
-        trained_as = f" ({self.configuration})" if self.configuration else ""
-        return f"version {self.version}{trained_as}"
+        return version_label(self.version, self.configuration)
 
     @property
     def mrr(self) -> float:
@@ -200,7 +202,7 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         return Scores(
             number,
             test_scores(scored, files, config.training.eval_batch_size, config.evaluation.k),
-            trained_configuration(client, registered) or "",
+            trained_configuration(client, registered),
         )
 
     run_status = client.get_run(candidate.run_id).info.status if candidate.run_id else None

@@ -33,7 +33,7 @@ from pyspark.sql import SparkSession
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.drmm import spec_from_config
 from jobrec_core.models.model_io import save_model
-from jobrec_core.models.registry import CONFIGURATION_TAG, model_entry
+from jobrec_core.models.registry import model_entry
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
@@ -301,7 +301,9 @@ def recorded_result(spark: SparkSession, config: JobrecConfig) -> TrainResult | 
         return None
     configure_mlflow(config)
     recorded = mlflow.artifacts.load_dict(f"runs:/{entry['run_id']}/training_result.json")
-    log.info("the whole training split: registered v%s's training, read back", entry["version"])
+    log.info(
+        "the whole training split: registered version %s's training, read back", entry["version"]
+    )
     return TrainResult.from_dict(recorded)
 
 
@@ -419,7 +421,11 @@ def run_training(spark: SparkSession, config: JobrecConfig, fresh: bool = False)
     import mlflow
 
     from jobrec_core.models.registry import input_example, log_drmm
-    from jobrec_core.platform.tracking import configure_mlflow, log_stage_inputs
+    from jobrec_core.platform.tracking import (
+        CONFIGURATION_TAG,
+        configure_mlflow,
+        log_stage_inputs,
+    )
 
     inputs = training_inputs(spark, config)
     spec = spec_from_config(config, config.embeddings.vector_size)

@@ -85,7 +85,10 @@ def test_the_online_top_10_is_the_batch_recommendations(
     columns = ["rank", "job_id", "title", "score", "bm25", "bm25_rank"]
     for candidate, (status, answer) in answers.items():
         assert status == 200
-        assert answer["model"] == f"{config.mlflow.model_name} v{version}"
+        assert (
+            answer["model"]
+            == f"{config.mlflow.model_name} version {version} ({config.model.version})"
+        )
         assert answer["retriever"] == config.retrieval.retriever == "hybrid"
         assert set(answer["timings_ms"]) == {*PARTS, "total"}
         assert sum(answer["timings_ms"][p] for p in PARTS) <= answer["timings_ms"]["total"]

@@ -41,7 +41,7 @@ def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion, rec
     chosen = recommended
     first = run_recommend(spark, config, [*chosen, 999_999_999])
     assert first.unknown_ids == [999_999_999]
-    assert first.model == f"{config.mlflow.model_name} v{version}"
+    assert first.model == f"{config.mlflow.model_name} version {version} ({config.model.version})"
     table = read_delta(spark, table_path(config, "gold", "recommendations"))
     rows = pd.DataFrame(table.toPandas())
     assert set(rows["candidate_id"]) == set(chosen)
@@ -71,7 +71,7 @@ def test_recommend_writes_the_top_k_and_reruns_replace_them(spark, champion, rec
 
     shown = show_candidate(spark, config, chosen[0])
     best = rows[(rows["candidate_id"] == chosen[0]) & (rows["rank"] == 1)]["title"].iloc[0]
-    assert f"Candidate {chosen[0]}" in shown and best in shown and f"v{version}" in shown
+    assert f"Candidate {chosen[0]}" in shown and best in shown and f"version {version}" in shown
     assert f"retriever {config.retrieval.retriever}" in first.format()
 
 
@@ -277,7 +277,7 @@ def test_the_notebooks_run_on_the_tiny_preset(
         "03_recommendation_explorer.py", [*common, "--candidate", str(candidate)], monkeypatch
     )
     out = capsys.readouterr().out
-    assert f"Candidate {candidate}" in out and f"v{version}" in out and "bm25_rank" in out
+    assert f"Candidate {candidate}" in out and f"version {version}" in out and "bm25_rank" in out
 
     figures = {p.name for p in tmp_path.glob("*.png")}
     assert {
