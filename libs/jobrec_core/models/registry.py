@@ -31,7 +31,7 @@ from mlflow.tracking import MlflowClient
 import jobrec_scoring
 from jobrec_core.config import JobrecConfig
 from jobrec_core.platform import manifest
-from jobrec_core.platform.tracking import CONFIGURATION_TAG
+from jobrec_core.platform.tracking import CONFIGURATION_TAG, training_run_tag
 from jobrec_scoring.inputs import QUERY_TERMS, RAGGED_TYPES
 from jobrec_scoring.model import MODEL_ARTIFACT, input_columns, score_frame
 from jobrec_scoring.network import Drmm
@@ -160,20 +160,13 @@ def load_champion(config: JobrecConfig) -> Champion:
 def trained_embeddings(client: MlflowClient, model_version: ModelVersion) -> str | None:
     """The embeddings version a registered model's training run was tagged with (None for a
     model logged outside a training run)."""
-    return _training_tag(client, model_version, "embeddings_version")
+    return training_run_tag(client, model_version, "embeddings_version")
 
 
 def trained_configuration(client: MlflowClient, model_version: ModelVersion) -> str | None:
     """The configuration a registered model was trained as (None for a model logged outside a
     training run)."""
-    return _training_tag(client, model_version, CONFIGURATION_TAG)
-
-
-def _training_tag(client: MlflowClient, model_version: ModelVersion, tag: str) -> str | None:
-    if not model_version.run_id:
-        return None
-    value = client.get_run(model_version.run_id).data.tags.get(tag)
-    return str(value) if value is not None else None
+    return training_run_tag(client, model_version, CONFIGURATION_TAG)
 
 
 def model_entry(model_version: str) -> str:

@@ -22,6 +22,7 @@ import pandas as pd
 from mlflow.data.delta_dataset_source import DeltaDatasetSource
 from mlflow.data.meta_dataset import MetaDataset
 from mlflow.entities import Run
+from mlflow.entities.model_registry import ModelVersion
 from mlflow.exceptions import MlflowException
 from mlflow.models import infer_signature
 from mlflow.tracking import MlflowClient
@@ -200,6 +201,15 @@ def logged_images(config: JobrecConfig, run_id: str) -> dict[str, Any]:
     return figures
 
 
+def training_run_tag(client: MlflowClient, model_version: ModelVersion, tag: str) -> str | None:
+    """A tag of the run that trained a registered version (None for a version logged outside
+    a run, or a run without the tag)."""
+    if not model_version.run_id:
+        return None
+    value = client.get_run(model_version.run_id).data.tags.get(tag)
+    return str(value) if value is not None else None
+
+
 def model_versions(config: JobrecConfig) -> pd.DataFrame:
     """Every registered version of the DRMM: the configuration it was trained as, its aliases,
     run and the promotion gate's decision (the `promotion.*` tags), newest first."""
@@ -233,11 +243,7 @@ def model_versions(config: JobrecConfig) -> pd.DataFrame:
         rows.append(
             {
                 "version": int(version.version),
-                "configuration": (
-                    client.get_run(version.run_id).data.tags.get(CONFIGURATION_TAG, "")
-                    if version.run_id
-                    else ""
-                ),
+                "configuration": training_run_tag(client, version, CONFIGURATION_TAG) or "",
                 "aliases": ", ".join(sorted(aliases.get(str(version.version), []))),
                 "decision": tags.get("decision", ""),
                 "test_accuracy": tags.get("test_accuracy", ""),
