@@ -5,4 +5,11 @@ shipped inside every registered model (`code_paths`), so Model Serving and
 `mlflow models serve` load a model without the project: no Spark, Petastorm, pydantic,
 gensim, POT or numba. The project imports it too, so training, batch scoring and the served
 model run the same network and the same input decoding.
+
+The numeric libraries' CPU code path is pinned on import (:mod:`jobrec_scoring.numerics`), so a
+served model scores as the pipeline that trained and evaluated it.
 """
+
+from jobrec_scoring.numerics import pin_cpu_code_paths
+
+pin_cpu_code_paths()

@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.platform.heap import freeze_long_lived
+from jobrec_scoring.numerics import pin_cpu_code_paths
 
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
@@ -99,6 +100,12 @@ def _local_session(config: JobrecConfig) -> SparkSession:
         builder = builder.config("spark.jars", ",".join(jars))
     for key, value in config.spark.conf.items():
         if key != DRIVER_JAVA_OPTIONS:  # in _driver_java_options
+            builder = builder.config(key, value)
+    # Python workers start from the JVM's environment, which `spark-submit` set before the
+    # driver pinned its own: theirs too, before their numpy loads OpenBLAS.
+    for name, value in pin_cpu_code_paths().items():
+        key = f"spark.executorEnv.{name}"
+        if key not in config.spark.conf:
             builder = builder.config(key, value)
     session = builder.getOrCreate()
     # spark-submit's default is INFO, the shell's WARN: one level, whichever started it.

@@ -1,0 +1,62 @@
+"""One CPU code path for the numeric libraries, whatever the x86 machine: the same seed and
+data give the same models and tables on every CPU.
+
+MKL (torch's matrix products on a CPU), ATen's vectorised kernels (torch's element-wise ops
+such as `tanh`) and OpenBLAS (numpy's matrix products) each pick kernels for the CPU they
+find: AVX-512 on one machine, AVX2 on the next, another path again for MKL on AMD CPUs. The
+kernels sum in other orders, so their results differ in the last bits, and a training run
+amplifies that: early stopping keeps another epoch, and DRMM v10 on one generated dataset moved
+by 0.013 P@10 between two 2-core machines (docs/BENCHMARKS.md, "One CPU code path").
+Each library has an environment variable that fixes its path; AVX2, which every x86 CPU of the
+last ten years has, is the path we pin. It costs little: on the 2-core AMD EPYC of
+docs/BENCHMARKS.md it is faster than the default (MKL takes a generic path on AMD CPUs).
+
+The variables must be set before a library first computes (MKL and ATen read theirs on the
+first operation, OpenBLAS when it loads, with numpy). :func:`pin_cpu_code_paths` runs when
+`jobrec_scoring` is imported, which `jobrec_core` does first of all, so every process of the
+pipeline (the driver, Spark's Python workers, the training processes) and a served model
+pin the same paths. A value already in the environment is kept: a user may choose another.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import MutableMapping
+from pathlib import Path
+
+# variable -> the AVX2 path of its library
+PINNED_CODE_PATHS = {
+    "MKL_CBWR": "AVX2,STRICT",  # MKL's conditional numerical reproducibility, alignment aside
+    "ATEN_CPU_CAPABILITY": "avx2",  # torch's vectorised kernels
+    "OPENBLAS_CORETYPE": "Haswell",  # numpy's and SciPy's OpenBLAS: its AVX2 kernels
+}
+_X86 = {"x86_64", "amd64"}
+
+
+def pin_cpu_code_paths(
+    environ: MutableMapping[str, str] = os.environ,
+    machine: str | None = None,
+    cpu_flags: set[str] | None = None,
+) -> dict[str, str]:
+    """Set :data:`PINNED_CODE_PATHS` in `environ` where unset, on an x86 CPU with AVX2 (on
+    others the variables would name paths that do not exist); the variables now in force."""
+    machine = (machine if machine is not None else platform.machine()).lower()
+    flags = cpu_flags if cpu_flags is not None else _cpu_flags()
+    if machine not in _X86 or "avx2" not in flags:
+        return {}
+    for name, value in PINNED_CODE_PATHS.items():
+        environ.setdefault(name, value)
+    return {name: environ[name] for name in PINNED_CODE_PATHS}
+
+
+def _cpu_flags() -> set[str]:
+    """The CPU's feature flags from Linux's /proc/cpuinfo; AVX2 assumed elsewhere (macOS and
+    Windows on x86 have had it for a decade, and no flag file to read)."""
+    info = Path("/proc/cpuinfo")
+    if not info.exists():
+        return {"avx2"}
+    for line in info.read_text(errors="replace").splitlines():
+        if line.startswith("flags"):
+            return set(line.partition(":")[2].split())
+    return set()

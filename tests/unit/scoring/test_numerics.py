@@ -1,0 +1,52 @@
+"""One CPU code path for MKL, ATen and OpenBLAS (jobrec_scoring.numerics): set where unset,
+kept where the user chose, never on a CPU that lacks it; and in force in a fresh process that
+imports the project, before torch computes."""
+
+import json
+import os
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from jobrec_scoring.numerics import PINNED_CODE_PATHS, _cpu_flags, pin_cpu_code_paths
+
+
+def test_pins_every_library_on_an_x86_cpu_with_avx2():
+    environ: dict[str, str] = {}
+    assert pin_cpu_code_paths(environ, "x86_64", {"sse4_2", "avx2"}) == PINNED_CODE_PATHS
+    assert environ == PINNED_CODE_PATHS
+
+
+def test_keeps_a_path_the_user_chose():
+    environ = {"MKL_CBWR": "COMPATIBLE"}
+    in_force = pin_cpu_code_paths(environ, "AMD64", {"avx2"})
+    assert in_force["MKL_CBWR"] == "COMPATIBLE"
+    assert in_force["OPENBLAS_CORETYPE"] == PINNED_CODE_PATHS["OPENBLAS_CORETYPE"]
+
+
+@pytest.mark.parametrize(("machine", "flags"), [("aarch64", {"asimd"}), ("x86_64", {"sse4_2"})])
+def test_leaves_other_cpus_alone(machine, flags):
+    environ: dict[str, str] = {}
+    assert pin_cpu_code_paths(environ, machine, flags) == {}
+    assert environ == {}
+
+
+@pytest.mark.skipif(
+    platform.machine().lower() not in {"x86_64", "amd64"} or "avx2" not in _cpu_flags(),
+    reason="the pinned path is AVX2's",
+)
+def test_a_fresh_process_of_the_project_computes_on_the_pinned_path():
+    unpinned = {k: v for k, v in os.environ.items() if k not in PINNED_CODE_PATHS}
+    probe = (
+        "import json, os, jobrec_core, torch; "
+        f"print(json.dumps([{{k: os.environ.get(k) for k in {sorted(PINNED_CODE_PATHS)!r}}}, "
+        "torch.backends.cpu.get_cpu_capability()]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=unpinned, capture_output=True, text=True, check=True
+    )
+    environ, capability = json.loads(out.stdout.strip().splitlines()[-1])
+    assert environ == PINNED_CODE_PATHS
+    assert capability == "AVX2"
