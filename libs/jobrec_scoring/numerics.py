@@ -15,7 +15,9 @@ The variables must be set before a library first computes (MKL and ATen read the
 first operation, OpenBLAS when it loads, with numpy). :func:`pin_cpu_code_paths` runs when
 `jobrec_scoring` is imported, which `jobrec_core` does first of all, so every process of the
 pipeline (the driver, Spark's Python workers, the training processes) and a served model
-pin the same paths. A value already in the environment is kept: a user may choose another.
+pin the same paths. A value already in the environment is kept: a user may choose another,
+or set `JOBREC_NATIVE_CODE_PATHS=1` to let each library choose for the CPU (faster on some
+machines, and then not reproducible across them; `benchmarks/code_path.py` times both).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ PINNED_CODE_PATHS = {
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's vectorised kernels
     "OPENBLAS_CORETYPE": "Haswell",  # numpy's and SciPy's OpenBLAS: its AVX2 kernels
 }
+NATIVE = "JOBREC_NATIVE_CODE_PATHS"  # "1": pin nothing
 _X86 = {"x86_64", "amd64"}
 
 
@@ -40,7 +43,10 @@ def pin_cpu_code_paths(
     cpu_flags: set[str] | None = None,
 ) -> dict[str, str]:
     """Set :data:`PINNED_CODE_PATHS` in `environ` where unset, on an x86 CPU with AVX2 (on
-    others the variables would name paths that do not exist); the variables now in force."""
+    others the variables would name paths that do not exist) unless :data:`NATIVE` is "1";
+    the variables now in force."""
+    if environ.get(NATIVE) == "1":
+        return {}
     machine = (machine if machine is not None else platform.machine()).lower()
     flags = cpu_flags if cpu_flags is not None else _cpu_flags()
     if machine not in _X86 or "avx2" not in flags:

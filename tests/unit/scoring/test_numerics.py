@@ -26,6 +26,12 @@ def test_keeps_a_path_the_user_chose():
     assert in_force["OPENBLAS_CORETYPE"] == PINNED_CODE_PATHS["OPENBLAS_CORETYPE"]
 
 
+def test_pins_nothing_when_asked_for_the_native_paths():
+    environ = {"JOBREC_NATIVE_CODE_PATHS": "1"}
+    assert pin_cpu_code_paths(environ, "x86_64", {"avx2"}) == {}
+    assert environ == {"JOBREC_NATIVE_CODE_PATHS": "1"}
+
+
 @pytest.mark.parametrize(("machine", "flags"), [("aarch64", {"asimd"}), ("x86_64", {"sse4_2"})])
 def test_leaves_other_cpus_alone(machine, flags):
     environ: dict[str, str] = {}
