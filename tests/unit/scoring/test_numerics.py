@@ -4,13 +4,12 @@ imports the project, before torch computes."""
 
 import json
 import os
-import platform
 import subprocess
 import sys
 
 import pytest
 
-from jobrec_scoring.numerics import PINNED_CODE_PATHS, _cpu_flags, pin_cpu_code_paths
+from jobrec_scoring.numerics import PINNED_CODE_PATHS, pin_cpu_code_paths
 
 
 def test_pins_every_library_on_an_x86_cpu_with_avx2():
@@ -39,10 +38,7 @@ def test_leaves_other_cpus_alone(machine, flags):
     assert environ == {}
 
 
-@pytest.mark.skipif(
-    platform.machine().lower() not in {"x86_64", "amd64"} or "avx2" not in _cpu_flags(),
-    reason="the pinned path is AVX2's",
-)
+@pytest.mark.skipif(not pin_cpu_code_paths({}), reason="the pinned path is AVX2's, on x86")
 def test_a_fresh_process_of_the_project_computes_on_the_pinned_path():
     unpinned = {k: v for k, v in os.environ.items() if k not in PINNED_CODE_PATHS}
     probe = (
