@@ -2,22 +2,25 @@
 data give the same models and tables on every CPU.
 
 MKL (torch's matrix products on a CPU), ATen's vectorised kernels (torch's element-wise ops
-such as `tanh`) and OpenBLAS (numpy's matrix products) each pick kernels for the CPU they
-find: AVX-512 on one machine, AVX2 on the next, another path again for MKL on AMD CPUs. The
-kernels sum in other orders, so their results differ in the last bits, and a training run
+such as `tanh`), oneDNN (torch's LSTM on a CPU: the title normaliser), OpenBLAS (numpy's
+matrix products) and numpy's own dispatched loops (`log`, `exp`, `power`, `log1p`: Intel's
+SVML on AVX-512, other code on AVX2) each pick kernels for the CPU they find: AVX-512 on one
+machine, AVX2 on the next, another path again for MKL on AMD CPUs. The kernels sum in other
+orders or round otherwise, so their results differ in the last bits, and a training run
 amplifies that: early stopping keeps another epoch, and DRMM v10 on one generated dataset moved
 by 0.013 P@10 between two 2-core machines (docs/BENCHMARKS.md, "One CPU code path").
 Each library has an environment variable that fixes its path; AVX2, which every x86 CPU of the
 last ten years has, is the path we pin. It costs little: on the 2-core AMD EPYC of
 docs/BENCHMARKS.md it is faster than the default (MKL takes a generic path on AMD CPUs).
 
-The variables must be set before a library first computes (MKL and ATen read theirs on the
-first operation, OpenBLAS when it loads, with numpy). :func:`pin_cpu_code_paths` runs when
-`jobrec_scoring` is imported, which `jobrec_core` does first of all, so every process of the
-pipeline (the driver, Spark's Python workers, the training processes) and a served model
-pin the same paths. A value already in the environment is kept: a user may choose another,
-or set `JOBREC_NATIVE_CODE_PATHS=1` to let each library choose for the CPU (faster on some
-machines, and then not reproducible across them; `benchmarks/code_path.py` times both).
+The variables must be set before a library first computes (MKL, ATen and oneDNN read theirs on
+the first operation, OpenBLAS and numpy's dispatcher when numpy loads).
+:func:`pin_cpu_code_paths` runs when `jobrec_scoring` is imported, which `jobrec_core` does
+first of all, so every process of the pipeline (the driver, Spark's Python workers, the
+training processes) and a served model pin the same paths. A value already in the environment
+is kept: a user may choose another, or set `JOBREC_NATIVE_CODE_PATHS=1` to let each library
+choose for the CPU (faster on some machines, and then not reproducible across them;
+`benchmarks/code_path.py` times both).
 """
 
 from __future__ import annotations
@@ -32,6 +35,11 @@ PINNED_CODE_PATHS = {
     "MKL_CBWR": "AVX2,STRICT",  # MKL's conditional numerical reproducibility, alignment aside
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's vectorised kernels
     "OPENBLAS_CORETYPE": "Haswell",  # numpy's and SciPy's OpenBLAS: its AVX2 kernels
+    "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN, under torch's LSTM (the title normaliser)
+    # numpy's dispatched loops: none of the AVX-512 ones (numpy 1.26's names, and 2.x's SPR;
+    # a name this numpy does not know, or this CPU lacks, is ignored)
+    "NPY_DISABLE_CPU_FEATURES": "AVX512F AVX512CD AVX512_KNL AVX512_KNM AVX512_SKX AVX512_CLX "
+    "AVX512_CNL AVX512_ICL AVX512_SPR",
 }
 NATIVE = "JOBREC_NATIVE_CODE_PATHS"  # "1": pin nothing
 _X86 = {"x86_64", "amd64"}

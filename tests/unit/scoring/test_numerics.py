@@ -1,6 +1,6 @@
-"""One CPU code path for MKL, ATen and OpenBLAS (jobrec_scoring.numerics): set where unset,
-kept where the user chose, never on a CPU that lacks it; and in force in a fresh process that
-imports the project, before torch computes."""
+"""One CPU code path for MKL, ATen, oneDNN, OpenBLAS and numpy (jobrec_scoring.numerics): set
+where unset, kept where the user chose, never on a CPU that lacks it; and in force in a
+fresh process that imports the project, before torch computes."""
 
 import json
 import os
@@ -43,12 +43,14 @@ def test_a_fresh_process_of_the_project_computes_on_the_pinned_path():
     unpinned = {k: v for k, v in os.environ.items() if k not in PINNED_CODE_PATHS}
     probe = (
         "import json, os, jobrec_core, torch; "
+        "from numpy._core._multiarray_umath import __cpu_features__ as numpy_uses; "
         f"print(json.dumps([{{k: os.environ.get(k) for k in {sorted(PINNED_CODE_PATHS)!r}}}, "
-        "torch.backends.cpu.get_cpu_capability()]))"
+        "torch.backends.cpu.get_cpu_capability(), numpy_uses['AVX512F']]))"
     )
     out = subprocess.run(
         [sys.executable, "-c", probe], env=unpinned, capture_output=True, text=True, check=True
     )
-    environ, capability = json.loads(out.stdout.strip().splitlines()[-1])
+    environ, capability, numpy_avx512 = json.loads(out.stdout.strip().splitlines()[-1])
     assert environ == PINNED_CODE_PATHS
     assert capability == "AVX2"
+    assert numpy_avx512 is False  # numpy's AVX-512 loops off, on a CPU that has them too
