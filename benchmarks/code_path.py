@@ -1,6 +1,8 @@
 """The pinned CPU code path (`jobrec_scoring.numerics`) against each library's own choice for
 this CPU (the baseline, `JOBREC_NATIVE_CODE_PATHS=1`): the DRMM's scores of one re-ranking
-request, and a training step, on one thread; their time, and a digest of what they computed.
+request, and a training step, on one thread; their time, and a digest of what they computed,
+with digests of a title-normaliser-shaped BiLSTM's gradients (oneDNN's path) and of numpy's
+`log`, `exp` and `power` (numpy's own dispatched loops) beside them.
 
     .venv/bin/python benchmarks/code_path.py
     .venv/bin/python benchmarks/code_path.py --jobs 100 --repeats 300
@@ -61,12 +63,38 @@ def measure(jobs: int, repeats: int) -> dict[str, object]:
     step = (time.perf_counter() - started) / (repeats // 10 or 1)
     gradients = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
     return {
+        **_other_paths(),
         "path": {name: os.environ.get(name) for name in PINNED_CODE_PATHS},
         "capability": torch.backends.cpu.get_cpu_capability(),
         "request_ms": request * 1000,
         "step_ms": step * 1000,
         "scores": hashlib.sha256(scores.numpy().tobytes()).hexdigest()[:12],
         "gradients": hashlib.sha256(gradients.numpy().tobytes()).hexdigest()[:12],
+    }
+
+
+def _digest(array: object) -> str:
+    import numpy as np
+
+    return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:12]
+
+
+def _other_paths() -> dict[str, str]:
+    """Digests of what oneDNN (a BiLSTM's gradients, as in the title normaliser) and numpy's
+    dispatched loops compute on this side's path."""
+    import numpy as np
+    import torch
+
+    torch.manual_seed(0)
+    lstm = torch.nn.LSTM(32, 64, bidirectional=True, batch_first=True)
+    lstm(torch.randn(64, 40, 32))[0].sum().backward()
+    values = np.random.default_rng(0).random(100_000) * 10 + 0.01
+    numpy_out = np.concatenate([np.log(values), np.exp(values), np.power(values, 0.7)])
+    return {
+        "lstm": _digest(
+            torch.cat([p.grad.flatten() for p in lstm.parameters() if p.grad is not None]).numpy()
+        ),
+        "numpy": _digest(numpy_out),
     }
 
 
@@ -92,13 +120,13 @@ def main() -> None:
         return
     print(f"DRMM (v10's shape), {args.jobs} jobs a request, one thread, {args.repeats} requests")
     header = f"{'side':34s} {'request ms':>10s} {'step ms':>8s}  scores        gradients"
-    print(f"{header}     capability")
+    print(f"{header}     lstm          numpy         capability")
     sides = (("pinned (jobrec_scoring.numerics)", False), ("baseline: the CPU's own", True))
     for name, native in sides:
         side = run_side(native, args.jobs, args.repeats)
         print(
             f"{name:34s} {side['request_ms']:10.3f} {side['step_ms']:8.2f}  {side['scores']}  "
-            f"{side['gradients']}  {side['capability']}"
+            f"{side['gradients']}  {side['lstm']}  {side['numpy']}  {side['capability']}"
         )
         print(f"  {side['path']}")
 
