@@ -10,8 +10,9 @@ orders or round otherwise, so their results differ in the last bits, and a train
 amplifies that: early stopping keeps another epoch, and DRMM v10 on one generated dataset moved
 by 0.013 P@10 between two 2-core machines (docs/BENCHMARKS.md, "One CPU code path").
 Each library has an environment variable that fixes its path; AVX2, which every x86 CPU of the
-last ten years has, is the path we pin. It costs little: on the 2-core AMD EPYC of
-docs/BENCHMARKS.md it is faster than the default (MKL takes a generic path on AMD CPUs).
+last ten years has, is the path we pin. Its price depends on the CPU (docs/BENCHMARKS.md):
+on an AVX2 EPYC it is faster than the default (MKL takes a generic path on AMD CPUs), on an
+AVX-512 EPYC a re-ranking request takes 2.7 times as long.
 
 The variables must be set before a library first computes (MKL, ATen and oneDNN read theirs on
 the first operation, OpenBLAS and numpy's dispatcher when numpy loads).
