@@ -24,6 +24,7 @@ import os
 import subprocess
 import sys
 import time
+from typing import Any
 
 from jobrec_scoring.numerics import NATIVE, PINNED_CODE_PATHS
 
@@ -61,15 +62,14 @@ def measure(jobs: int, repeats: int) -> dict[str, object]:
         model.zero_grad()
         model(hist, mask, gate, extra).sum().backward()
     step = (time.perf_counter() - started) / (repeats // 10 or 1)
-    gradients = torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None])
     return {
         **_other_paths(),
         "path": {name: os.environ.get(name) for name in PINNED_CODE_PATHS},
         "capability": torch.backends.cpu.get_cpu_capability(),
         "request_ms": request * 1000,
         "step_ms": step * 1000,
-        "scores": hashlib.sha256(scores.numpy().tobytes()).hexdigest()[:12],
-        "gradients": hashlib.sha256(gradients.numpy().tobytes()).hexdigest()[:12],
+        "scores": _digest(scores.numpy()),
+        "gradients": _digest(_gradients(model)),
     }
 
 
@@ -77,6 +77,14 @@ def _digest(array: object) -> str:
     import numpy as np
 
     return hashlib.sha256(np.ascontiguousarray(array).tobytes()).hexdigest()[:12]
+
+
+def _gradients(module: Any) -> Any:
+    """Every parameter's gradient of `module`, flattened into one numpy array."""
+    import torch
+
+    grads = [p.grad.flatten() for p in module.parameters() if p.grad is not None]
+    return torch.cat(grads).numpy()
 
 
 def _other_paths() -> dict[str, str]:
@@ -91,9 +99,7 @@ def _other_paths() -> dict[str, str]:
     values = np.random.default_rng(0).random(100_000) * 10 + 0.01
     numpy_out = np.concatenate([np.log(values), np.exp(values), np.power(values, 0.7)])
     return {
-        "lstm": _digest(
-            torch.cat([p.grad.flatten() for p in lstm.parameters() if p.grad is not None]).numpy()
-        ),
+        "lstm": _digest(_gradients(lstm)),
         "numpy": _digest(numpy_out),
     }
 
