@@ -1,8 +1,9 @@
 """The pinned CPU code path (`jobrec_scoring.numerics`) against each library's own choice for
 this CPU (the baseline, `JOBREC_NATIVE_CODE_PATHS=1`): the DRMM's scores of one re-ranking
 request, and a training step, on one thread; their time, and a digest of what they computed,
-with digests of a title-normaliser-shaped BiLSTM's gradients (oneDNN's path) and of numpy's
-`log`, `exp` and `power` (numpy's own dispatched loops) beside them.
+with digests of a title-normaliser-shaped BiLSTM's gradients (oneDNN's path), of numpy's
+`log`, `exp` and `power` (numpy's own dispatched loops) and of Word Mover's Distances from the
+cleaning stage's compiled solver (numba's code), with its time per pair, beside them.
 
     .venv/bin/python benchmarks/code_path.py
     .venv/bin/python benchmarks/code_path.py --jobs 100 --repeats 300
@@ -87,9 +88,9 @@ def _gradients(module: Any) -> Any:
     return torch.cat(grads).numpy()
 
 
-def _other_paths() -> dict[str, str]:
-    """Digests of what oneDNN (a BiLSTM's gradients, as in the title normaliser) and numpy's
-    dispatched loops compute on this side's path."""
+def _other_paths() -> dict[str, object]:
+    """Digests of what oneDNN (a BiLSTM's gradients, as in the title normaliser), numpy's
+    dispatched loops and numba (the WMD solver) compute on this side's path."""
     import numpy as np
     import torch
 
@@ -98,10 +99,35 @@ def _other_paths() -> dict[str, str]:
     lstm(torch.randn(64, 40, 32))[0].sum().backward()
     values = np.random.default_rng(0).random(100_000) * 10 + 0.01
     numpy_out = np.concatenate([np.log(values), np.exp(values), np.power(values, 0.7)])
+    distances, seconds = _wmd_distances(np.random.default_rng(0))
     return {
         "lstm": _digest(_gradients(lstm)),
         "numpy": _digest(numpy_out),
+        "wmd": _digest(distances),
+        "wmd_us": seconds / len(distances) * 1e6,
     }
+
+
+def _wmd_distances(rng: Any, pairs: int = 3000) -> tuple[Any, float]:
+    """The compiled solver's WMD of random pairs of 5-40-word documents over 5,000 random unit
+    100-d word vectors (wmd.py's setup), and the seconds the pairs took after a warm-up."""
+    import numpy as np
+
+    from jobrec_core.text.transport import transport_batch
+
+    unit = rng.standard_normal((5000, 100))
+    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
+    sizes = rng.integers(5, 40, 600)
+    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    ids = np.concatenate([rng.choice(len(unit), size, replace=False) for size in sizes])
+    weights = rng.random(ids.size)
+    weights /= np.repeat(np.add.reduceat(weights, offsets[:-1]), sizes)
+    first, second = rng.integers(0, len(sizes), (2, pairs))
+    args = (unit, (unit**2).sum(axis=1), ids, weights, offsets)
+    transport_batch(*args, first[:10], second[:10], 100_000)  # compiles, or loads the cache
+    started = time.perf_counter()
+    distances = transport_batch(*args, first, second, 100_000)
+    return distances, time.perf_counter() - started
 
 
 def run_side(native: bool, jobs: int, repeats: int) -> dict[str, object]:
@@ -126,13 +152,14 @@ def main() -> None:
         return
     print(f"DRMM (v10's shape), {args.jobs} jobs a request, one thread, {args.repeats} requests")
     header = f"{'side':34s} {'request ms':>10s} {'step ms':>8s}  scores        gradients"
-    print(f"{header}     lstm          numpy         capability")
+    print(f"{header}     lstm          numpy         wmd           WMD us/pair  capability")
     sides = (("pinned (jobrec_scoring.numerics)", False), ("baseline: the CPU's own", True))
     for name, native in sides:
         side = run_side(native, args.jobs, args.repeats)
         print(
             f"{name:34s} {side['request_ms']:10.3f} {side['step_ms']:8.2f}  {side['scores']}  "
-            f"{side['gradients']}  {side['lstm']}  {side['numpy']}  {side['capability']}"
+            f"{side['gradients']}  {side['lstm']}  {side['numpy']}  {side['wmd']}  "
+            f"{side['wmd_us']:11.1f}  {side['capability']}"
         )
         print(f"  {side['path']}")
 
