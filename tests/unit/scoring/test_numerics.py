@@ -1,6 +1,6 @@
-"""One CPU code path for MKL, ATen, oneDNN, OpenBLAS, numpy and numba (jobrec_scoring.numerics): set
-where unset, kept where the user chose, never on a CPU that lacks it; and in force in a
-fresh process that imports the project, before torch computes."""
+"""One CPU code path for MKL, ATen, oneDNN, OpenBLAS, numpy and numba
+(jobrec_scoring.numerics): set where unset, kept where the user chose, never on a CPU that
+lacks it; and in force in a fresh process that imports the project, before torch computes."""
 
 import json
 import os
