@@ -109,24 +109,22 @@ def _other_paths() -> dict[str, object]:
 
 
 def _wmd_distances(rng: Any, pairs: int = 3000) -> tuple[Any, float]:
-    """The compiled solver's WMD of random pairs of 5-40-word documents over 5,000 random unit
-    100-d word vectors (wmd.py's setup), and the seconds the pairs took after a warm-up."""
-    import numpy as np
+    """The cleaning stage's WMD (`text.wmd.wmd_pairs`, the compiled solver) of random pairs of
+    5-40-word documents over 5,000 random 100-d word vectors (wmd.py's setup), and the
+    seconds the pairs took after a warm-up."""
+    from jobrec_core.text.wmd import DocumentBatch, VectorTable, WmdDocument, wmd_pairs
 
-    from jobrec_core.text.transport import transport_batch
-
-    unit = rng.standard_normal((5000, 100))
-    unit /= np.linalg.norm(unit, axis=1, keepdims=True)
-    sizes = rng.integers(5, 40, 600)
-    offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    ids = np.concatenate([rng.choice(len(unit), size, replace=False) for size in sizes])
-    weights = rng.random(ids.size)
-    weights /= np.repeat(np.add.reduceat(weights, offsets[:-1]), sizes)
-    first, second = rng.integers(0, len(sizes), (2, pairs))
-    args = (unit, (unit**2).sum(axis=1), ids, weights, offsets)
-    transport_batch(*args, first[:10], second[:10], 100_000)  # compiles, or loads the cache
+    table = VectorTable.from_vectors(rng.normal(size=(5000, 100)).astype("float32"))
+    documents = DocumentBatch.from_documents(
+        [
+            WmdDocument.from_word_ids(rng.integers(0, 5000, size))
+            for size in rng.integers(5, 40, 600)
+        ]
+    )
+    first, second = rng.integers(0, 600, (2, pairs))
+    wmd_pairs(table, documents, first[:10], second[:10])  # compiles, or loads the cache
     started = time.perf_counter()
-    distances = transport_batch(*args, first, second, 100_000)
+    distances = wmd_pairs(table, documents, first, second)
     return distances, time.perf_counter() - started
 
 
