@@ -2,11 +2,9 @@
 to the trigram baseline, log it to MLflow and register it as the champion normaliser.
 
     spark-submit jobs/train_titles.py --env local
-    spark-submit jobs/train_titles.py --env local --set titles.steps=6000 --set titles.layers=2 \
-        --set titles.learning_rate=0.002
+    spark-submit jobs/train_titles.py --env local --set titles.steps=6000 --set titles.layers=2
 
-The second, base.yaml's normaliser, writes docs/TITLES.md's table (`reports/titles/TITLES.md`);
-the first, the demo's quicker one (`conf/local.yaml`). It needs no dataset: the taxonomy
+Its table (`reports/titles/TITLES.md`) is docs/TITLES.md's. It needs no dataset: the taxonomy
 and the real ads come from `data.reference_dir`.
 """
 
