@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -27,7 +28,13 @@ from jobrec_core.serving.online import OnlineRecommender, RequestError
 log = logging.getLogger(__name__)
 
 MAX_BODY_BYTES = 1 << 20  # a candidate's jobs fit in a few kB: refuse anything far larger
+# A connection that sends nothing for this long (a stalled body, an idle keep-alive) is
+# closed, so that no client holds a thread for ever.
+REQUEST_TIMEOUT_S = 30.0
 ROUTES = {"/recommend": "POST", "/health": "GET"}
+# A Content-Length: ASCII digits alone (`str.isdigit` also takes "²", which `int` refuses), a
+# few more than MAX_BODY_BYTES has, so that `int` never meets a huge number.
+_BYTE_COUNT = re.compile(r"[0-9]{1,9}")
 
 
 class RecommendServer(ThreadingHTTPServer):
@@ -35,9 +42,15 @@ class RecommendServer(ThreadingHTTPServer):
 
     daemon_threads = True  # a client holding a connection open never blocks shutdown
 
-    def __init__(self, address: tuple[str, int], recommender: OnlineRecommender) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        recommender: OnlineRecommender,
+        request_timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> None:
         super().__init__(address, RecommendHandler)
         self.recommender = recommender
+        self.request_timeout_s = request_timeout_s
 
     @property
     def url(self) -> str:
@@ -52,8 +65,19 @@ class RecommendHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     server: RecommendServer
 
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.request_timeout_s)
+
+    def parse_request(self) -> bool:
+        # A refused request line leaves the path unset: the log line must not name the path
+        # of the connection's previous request.
+        self.path = "?"
+        return super().parse_request()
+
     def do_GET(self) -> None:
         if self._route("GET"):
+            self._drain()  # a GET's body, if a client sent one, is not the next request
             self._answer(HTTPStatus.OK, self.server.recommender.health(), time.perf_counter())
 
     def do_POST(self) -> None:
@@ -68,6 +92,7 @@ class RecommendHandler(BaseHTTPRequestHandler):
             return
         except Exception as error:  # an answer, never a dropped connection
             log.exception("POST /recommend failed")
+            self.close_connection = True  # where the request's bytes stopped is unknown
             self._answer(500, {"error": f"internal error: {type(error).__name__}"}, started)
             return
         note = f"candidate {result.candidate_id}, {len(request.jobs)} jobs, "
@@ -88,20 +113,41 @@ class RecommendHandler(BaseHTTPRequestHandler):
         return True
 
     def _body(self) -> bytes:
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            raise RequestError(411, "a Content-Length header is required")
-        if int(length) > MAX_BODY_BYTES:
-            self.close_connection = True  # the unread body would be taken for the next request
+        """The request's body, or a :class:`RequestError`. Every refusal closes the
+        connection: the unread body (a chunked one, say) would be taken for the next
+        request."""
+        header = self.headers.get("Content-Length")
+        length = _byte_count(header)
+        if length is None or length > MAX_BODY_BYTES:
+            self.close_connection = True
+            if header is None:
+                raise RequestError(411, "a Content-Length header is required")
+            if length is None:
+                raise RequestError(400, "the Content-Length header must be a byte count")
             raise RequestError(413, f"the body is over {MAX_BODY_BYTES} bytes")
-        return self.rfile.read(int(length))
+        try:
+            body = self.rfile.read(length)
+        except TimeoutError as error:
+            self.close_connection = True
+            raise RequestError(
+                408, f"the body did not arrive within {self.server.request_timeout_s:g} s"
+            ) from error
+        if len(body) < length:  # the client closed its side early
+            self.close_connection = True
+            raise RequestError(400, f"the body ended after {len(body)} of {length} bytes")
+        return body
 
     def _drain(self) -> None:
-        """Reads a body the route will not use, so that the connection stays usable."""
-        length = self.headers.get("Content-Length", "0")
-        if length.isdigit() and int(length) <= MAX_BODY_BYTES:
-            self.rfile.read(int(length))
-        else:
+        """Reads a body the route will not use, so that the connection stays usable; closes
+        it where that body's end is unknown."""
+        chunked = "Transfer-Encoding" in self.headers
+        length = _byte_count(self.headers.get("Content-Length", "0"))
+        if chunked or length is None or length > MAX_BODY_BYTES:
+            self.close_connection = True
+            return
+        try:
+            self.rfile.read(length)
+        except TimeoutError:
             self.close_connection = True
 
     def _answer(
@@ -137,7 +183,17 @@ class RecommendHandler(BaseHTTPRequestHandler):
         log.warning("%s: %s", self.address_string(), format % args)
 
 
-def serve(recommender: OnlineRecommender, host: str, port: int) -> RecommendServer:
+def _byte_count(header: str | None) -> int | None:
+    """A Content-Length header's value; None when absent or not a plain byte count."""
+    return int(header) if header is not None and _BYTE_COUNT.fullmatch(header) else None
+
+
+def serve(
+    recommender: OnlineRecommender,
+    host: str,
+    port: int,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
+) -> RecommendServer:
     """A server bound to `host:port` (0: any free port), not yet serving: the caller runs
     `serve_forever()`, in a thread or not, and `shutdown()`."""
-    return RecommendServer((host, port), recommender)
+    return RecommendServer((host, port), recommender, request_timeout_s)

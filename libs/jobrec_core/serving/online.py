@@ -21,6 +21,7 @@ the query and the profile features read the jobs, not how much each one interest
 from __future__ import annotations
 
 import json
+import reprlib
 import time
 from collections.abc import Container, Mapping
 from dataclasses import asdict, dataclass, field
@@ -73,14 +74,32 @@ def _integer(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)  # JSON true is no id
 
 
-def parse_request(body: bytes, known_jobs: Container[int]) -> RecommendRequest:
+# How a refused value is quoted back: enough to recognise it, never the client's whole input
+# (the message goes into the answer and the log line, and a field may hold a megabyte).
+def _short_repr() -> reprlib.Repr:
+    quote = reprlib.Repr()  # its keyword arguments are Python 3.12's
+    quote.maxstring = quote.maxother = 40
+    quote.maxlist = quote.maxdict = 3
+    quote.maxlevel = 2
+    return quote
+
+
+_QUOTE = _short_repr()
+
+
+def parse_request(body: bytes, known_jobs: Container[int], max_jobs: int) -> RecommendRequest:
     """A request body -> the request, or a :class:`RequestError`: 400 for what is not a
-    well-formed request (JSON, shape, types, a score outside 1-10, no jobs), 422 for job ids
-    the catalogue does not have (well formed, but nothing can be recommended from them)."""
+    well-formed request (JSON, shape, types, a score outside 1-10, no jobs, more than
+    `max_jobs`: the batch path's `ingest.max_sequence_length`, since a request's cost grows
+    with the square of its jobs), 422 for job ids the catalogue does not have (well formed,
+    but nothing can be recommended from them)."""
     try:
         payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise RequestError(400, f"the body is not JSON: {error}") from error
+    # `ValueError` covers undecodable bytes and malformed JSON, and also an integer of more
+    # digits than Python converts; `RecursionError`, arrays nested thousands deep
+    except (ValueError, RecursionError) as error:
+        reason = "it is nested too deeply" if isinstance(error, RecursionError) else error
+        raise RequestError(400, f"the body is not JSON: {reason}") from error
     if not isinstance(payload, dict):
         raise RequestError(400, 'the body must be a JSON object: {"jobs": [...]}')
     unexpected = sorted(set(payload) - {"jobs", "candidate_id"})
@@ -92,12 +111,13 @@ def parse_request(body: bytes, known_jobs: Container[int]) -> RecommendRequest:
     jobs = payload.get("jobs")
     if not isinstance(jobs, list) or not jobs:
         raise RequestError(400, 'jobs must be a non-empty list of {"job_id": int, "score": 1-10}')
+    if len(jobs) > max_jobs:
+        raise RequestError(400, f"{len(jobs)} jobs; a request takes at most {max_jobs}")
     interests = []
     for position, job in enumerate(jobs):
         if not isinstance(job, dict) or set(job) != {"job_id", "score"}:
-            raise RequestError(
-                400, f'jobs[{position}] must be {{"job_id": int, "score": int}}, got {job!r}'
-            )
+            expected = '{"job_id": int, "score": int}'
+            raise RequestError(400, f"jobs[{position}] must be {expected}, got {_QUOTE.repr(job)}")
         job_id, score = job["job_id"], job["score"]
         if not _integer(job_id):
             raise RequestError(400, f"jobs[{position}].job_id must be an integer")
@@ -105,7 +125,7 @@ def parse_request(body: bytes, known_jobs: Container[int]) -> RecommendRequest:
             raise RequestError(
                 400,
                 f"jobs[{position}].score must be an integer from {MIN_SCORE} to {MAX_SCORE}, "
-                f"got {score!r}",
+                f"got {_QUOTE.repr(score)}",
             )
         interests.append(Interest(job_id, score))
     unknown = sorted({j.job_id for j in interests if j.job_id not in known_jobs})
@@ -164,7 +184,7 @@ class OnlineRecommender:
     index: str
 
     def parse(self, body: bytes) -> RecommendRequest:
-        return parse_request(body, self.catalogue.index)
+        return parse_request(body, self.catalogue.index, self.config.ingest.max_sequence_length)
 
     def recommend(self, request: RecommendRequest) -> RecommendResult:
         """The request's top `evaluation.k`, best first, with the time of each part."""

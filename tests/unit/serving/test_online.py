@@ -7,11 +7,12 @@ import pytest
 from jobrec_core.serving.online import Interest, RecommendRequest, RequestError, parse_request
 
 KNOWN = {17, 42, 99}
+MAX_JOBS = 5
 
 
 def parse(payload) -> RecommendRequest:
     body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    return parse_request(body, KNOWN)
+    return parse_request(body, KNOWN, MAX_JOBS)
 
 
 def test_a_valid_request_keeps_the_jobs_in_their_order_and_repeats():
@@ -26,6 +27,9 @@ def test_a_valid_request_keeps_the_jobs_in_their_order_and_repeats():
     [
         (b"{not json", "not JSON"),
         (b"\xff\xfe", "not JSON"),
+        # more digits than Python converts to an integer; arrays nested too deep to parse
+        (b'{"jobs": [{"job_id": ' + b"1" * 5000 + b', "score": 5}]}', "not JSON"),
+        (b"[" * 100_000, "not JSON: it is nested too deeply"),
         ([{"job_id": 17, "score": 5}], "JSON object"),
         ({}, "non-empty list"),
         ({"jobs": []}, "non-empty list"),
@@ -39,6 +43,7 @@ def test_a_valid_request_keeps_the_jobs_in_their_order_and_repeats():
         ({"jobs": [{"job_id": 17, "score": 11}]}, "from 1 to 10, got 11"),
         ({"jobs": [{"job_id": 17, "score": 7.5}]}, "from 1 to 10, got 7.5"),
         ({"jobs": [{"job_id": 17, "score": None}]}, "from 1 to 10, got None"),
+        ({"jobs": [{"job_id": 17, "score": 5}] * 6}, "6 jobs; a request takes at most 5"),
         ({"jobs": [{"job_id": 17, "score": 5}], "candidate_id": "x"}, "candidate_id"),
         ({"jobs": [{"job_id": 17, "score": 5}], "user": 1}, r"unknown fields \['user'\]"),
     ],
@@ -48,6 +53,17 @@ def test_a_malformed_request_is_a_400_that_says_what_is_wrong(payload, message):
         parse(payload)
     assert refused.value.status == 400
     assert refused.value.as_json()["error"] == str(refused.value)
+
+
+def test_a_refused_value_is_quoted_short_never_whole():
+    """The message goes into the answer and the log line: a megabyte-long field must not."""
+    with pytest.raises(RequestError) as refused:
+        parse({"jobs": [{"job_id": 17, "score": "x" * 100_000}]})
+    assert "from 1 to 10, got 'xxx" in str(refused.value)
+    assert len(str(refused.value)) < 300
+    with pytest.raises(RequestError) as refused:
+        parse({"jobs": [{"job_id": 17, "note": ["y" * 100_000] * 100}]})
+    assert len(str(refused.value)) < 300
 
 
 def test_unknown_job_ids_are_a_422_that_lists_them():
