@@ -14,7 +14,8 @@ Faults, and who handles them:
 * Documents the cluster refuses (a mapping error): the connector's `es` error handler writes
   them to a dead-letter index; they are moved to the quarantine table with the error, and the
   job fails only past `quality.error_budget_fraction`. Documents still rejected as overload
-  after the connector's retries are written again in the next attempt.
+  after the connector's retries are written again in the next attempt (quarantined when
+  their job id is not a number, as they cannot be selected again).
 * A node that stops or restarts: the write fails; the build waits for the cluster to be
   healthy again and repeats the write (`indexing.write_attempts`, doubling back-off). The
   document id is the job id, so a repeated write overwrites instead of duplicating.
@@ -31,7 +32,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elasticsearch import Elasticsearch
@@ -233,6 +234,7 @@ def _write_with_retries(
     """Write until every document is indexed or refused as invalid; (invalid, attempts)."""
     pending = documents
     backoff = settings.attempt_backoff_s
+    refused: dict[str, DeadLetter] = {}
     for attempt in range(1, settings.write_attempts + 1):
         log.info("attempt %d/%d: writing into %s", attempt, settings.write_attempts, index)
         try:
@@ -254,10 +256,9 @@ def _write_with_retries(
             pending = documents
             continue
         letters = _drain_dead_letters(client, dead_letters)
-        retry_ids = sorted({int(d.job_id) for d in letters if d.transient and d.job_id.isdigit()})
-        invalid = [d for d in letters if not d.transient]
+        refused, retry_ids = sort_dead_letters(letters, refused)
         if not retry_ids:
-            return invalid, attempt
+            return list(refused.values()), attempt
         if attempt == settings.write_attempts:
             raise IndexBuildError(
                 f"{len(retry_ids):,} documents were still rejected as overload after "
@@ -273,6 +274,35 @@ def _write_with_retries(
         backoff *= 2
         pending = documents.where(F.col("job_id").isin(retry_ids))
     raise AssertionError("unreachable: the loop returns or raises")
+
+
+def sort_dead_letters(
+    letters: list[DeadLetter], refused: dict[str, DeadLetter]
+) -> tuple[dict[str, DeadLetter], list[int]]:
+    """One attempt's dead letters with the documents `refused` by earlier attempts ->
+    (every document refused so far, the job ids to write again).
+
+    Refusals accumulate because a later attempt writes only the documents rejected as
+    overload, so an earlier attempt's refusals do not recur; they are keyed by job id (the
+    document when it has none) because a whole write repeated after a failure sends them
+    again. A document rejected as overload whose job id is not a number cannot be selected
+    for another write: it is refused too, so that it is quarantined rather than lost.
+    """
+    refused = dict(refused)
+    retry_ids: set[int] = set()
+    for letter in letters:
+        if letter.transient and letter.job_id.isdigit():
+            retry_ids.add(int(letter.job_id))
+            refused.pop(letter.job_id, None)  # the next attempt decides
+            continue
+        if letter.transient:
+            letter = replace(
+                letter,
+                message=f"rejected as overload, and without a numeric job id it cannot be "
+                f"written again: {letter.message}",
+            )
+        refused[letter.job_id or letter.document] = letter
+    return refused, sorted(retry_ids)
 
 
 def _drain_dead_letters(client: Elasticsearch, index: str) -> list[DeadLetter]:
