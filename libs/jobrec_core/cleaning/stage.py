@@ -43,7 +43,13 @@ from jobrec_core.cleaning.wmd_filter import (
 from jobrec_core.config import CleaningConfig, JobrecConfig
 from jobrec_core.platform import manifest
 from jobrec_core.platform.progress import spark_progress
-from jobrec_core.platform.quarantine import split_quarantine, write_quarantine
+from jobrec_core.platform.quarantine import (
+    QualityReport,
+    count_reasons,
+    enforce_budget,
+    split_quarantine,
+    write_quarantine,
+)
 from jobrec_core.platform.tables import (
     RawLocations,
     local_path,
@@ -54,6 +60,8 @@ from jobrec_core.platform.tables import (
 from jobrec_core.text.vectors import keyed_vectors
 
 log = logging.getLogger(__name__)
+
+QUARANTINE_SOURCE = "clean_candidates"
 
 
 @dataclass(frozen=True)
@@ -170,21 +178,34 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     vectors_file, documents = job_documents(spark, config)
 
     bronze = read_delta(spark, table_path(config, "bronze", "candidates"))
+    # A job without an id (bronze written before ingestion refused such ids) matches no job,
+    # so it is unknown too: the hit is having unknown jobs, not their smallest id.
     unknown = (
         bronze.select("candidate_id", F.explode("sequence.job_id").alias("job_id"))
         .join(documents.select("job_id"), "job_id", "left_anti")
         .groupBy("candidate_id")
-        .agg(F.min("job_id").alias("unknown_job"))
+        .agg(F.count("*").alias("unknown_jobs"), F.min("job_id").alias("unknown_job"))
     )
     marked = bronze.join(unknown, "candidate_id", "left").select(
         "candidate_id",
         "sequence",
         F.to_json(F.struct("candidate_id", "sequence")).alias("record"),
-        F.when(F.col("unknown_job").isNotNull(), F.lit("unknown_job_id")).alias("reason"),
-        F.format_string("job %d is not in the jobs table", F.col("unknown_job")).alias("detail"),
+        F.when(F.col("unknown_jobs").isNotNull(), F.lit("unknown_job_id")).alias("reason"),
+        F.when(F.col("unknown_job").isNull(), F.lit("a job without an id is not in the jobs table"))
+        .otherwise(F.format_string("job %d is not in the jobs table", F.col("unknown_job")))
+        .alias("detail"),
     )
-    valid, quarantine = split_quarantine(marked, "clean_candidates", "record")
-    write_quarantine(quarantine, table_path(config, "bronze", "quarantine"), "clean_candidates")
+    valid, quarantine = split_quarantine(marked, QUARANTINE_SOURCE, "record")
+    quarantine_path = table_path(config, "bronze", "quarantine")
+    # Written before the budget is checked, so that a failed run leaves them for inspection.
+    write_quarantine(quarantine, quarantine_path, QUARANTINE_SOURCE)
+    quarantined = count_reasons(
+        read_delta(spark, quarantine_path).where(F.col("source") == QUARANTINE_SOURCE)
+    )
+    read = bronze.count()
+    report = QualityReport(QUARANTINE_SOURCE, read, read - sum(quarantined.values()), quarantined)
+    log.info("%s", report.format())
+    enforce_budget(report, config.quality.error_budget_fraction)
 
     outputs = clean_candidates(
         spark,
@@ -202,10 +223,8 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     similarities = read_delta(spark, table_path(config, "silver", "job_similarity"))
     pairs = outputs.pairs
     funnel = Funnel(
-        candidates=bronze.count(),
-        quarantined_unknown_jobs=read_delta(spark, table_path(config, "bronze", "quarantine"))
-        .where(F.col("source") == "clean_candidates")
-        .count(),
+        candidates=report.read,
+        quarantined_unknown_jobs=report.quarantined.get("unknown_job_id", 0),
         after_rules=outputs.eligible.count(),
         jobs_before_wmd=similarities.count(),
         jobs_removed_by_wmd=similarities.where(F.col("decision") == "drop").count(),

@@ -160,8 +160,9 @@ def validate_candidates(
             ),
             (
                 "non_integer_job_id",
-                any_element(r"NOT trim(x.job_id) RLIKE '^[0-9]{1,10}$'"),
-                "an element's job_id is not a positive integer",
+                # The jobs' own check: a larger id would be cast to a null job below.
+                F.exists("seq", lambda x: ~_is_positive_int(F.trim(x["job_id"]))),
+                f"an element's job_id is not an integer in 1..{MAX_JOB_ID}",
             ),
             (
                 "missing_score",
@@ -228,7 +229,11 @@ def _mark_duplicates(frame: DataFrame, key: str, conflict_reason: str) -> DataFr
 
 
 def _mark_unknown_jobs(frame: DataFrame, job_ids: DataFrame) -> DataFrame:
-    """Quarantine (otherwise valid) candidates whose sequence names a job that does not exist."""
+    """Quarantine (otherwise valid) candidates whose sequence names a job that does not exist.
+
+    A job without an id matches no job, so it is unknown too: the hit is that a candidate has
+    unknown elements (`_unknown_count`), not their smallest id, which ignores nulls.
+    """
     elements = frame.where(F.col("reason").isNull()).select(
         "candidate_id", F.explode("sequence").alias("e")
     )
@@ -236,14 +241,15 @@ def _mark_unknown_jobs(frame: DataFrame, job_ids: DataFrame) -> DataFrame:
         elements.select("candidate_id", F.col("e.job_id").alias("job_id"))
         .join(F.broadcast(job_ids), "job_id", "left_anti")
         .groupBy("candidate_id")
-        .agg(F.min("job_id").alias("_unknown"))
+        .agg(F.count("*").alias("_unknown_count"), F.min("job_id").alias("_unknown"))
     )
     joined = frame.join(unknown, "candidate_id", "left")
-    hit = F.col("reason").isNull() & F.col("_unknown").isNotNull()
+    hit = F.col("reason").isNull() & F.col("_unknown_count").isNotNull()
     return joined.select(
         *[c for c in frame.columns if c not in ("reason", "detail")],
         F.when(hit, F.lit("unknown_job_id")).otherwise(F.col("reason")).alias("reason"),
-        F.when(hit, F.format_string("job %d is not a known job", F.col("_unknown")))
+        F.when(hit & F.col("_unknown").isNull(), F.lit("a job without an id is not a known job"))
+        .when(hit, F.format_string("job %d is not a known job", F.col("_unknown")))
         .otherwise(F.col("detail"))
         .alias("detail"),
     )

@@ -31,7 +31,12 @@ from jobrec_core.data.generate import (
     real_ads_to_jobs,
 )
 from jobrec_core.data.ingest import CANDIDATES_HEADER, validate_candidates, validate_jobs
-from jobrec_core.platform.quarantine import QualityReport, enforce_budget, write_quarantine
+from jobrec_core.platform.quarantine import (
+    DataQualityError,
+    QualityReport,
+    enforce_budget,
+    write_quarantine,
+)
 from jobrec_core.platform.tables import RawLocations, read_delta, table_path, write_delta
 from jobrec_core.taxonomy.onet import load_catalogue, match_title
 from jobrec_core.taxonomy.real_ads import read_real_ads
@@ -113,18 +118,40 @@ def read_candidate_lines(spark: SparkSession, path: str) -> DataFrame:
     )
 
 
+def _refuse_empty_input(spark: SparkSession, lines: DataFrame, path: str, source: str) -> None:
+    """Raise :class:`DataQualityError` when `lines` (those read from `path`) hold no record.
+
+    Nothing read is nothing bad, so an empty input passes any error budget and would replace
+    good bronze tables with empty ones: it is refused, before anything is written.
+    """
+    if not lines.isEmpty():
+        return
+    # Only on failure: a second pass over files that hold no record is cheap.
+    skipped = spark.read.text(path).count()
+    lines_skipped = f" ({skipped:,} header or blank lines skipped)" if skipped else ""
+    raise DataQualityError(
+        f"{source}: no records in {path}{lines_skipped}; nothing was written. Check that the "
+        f"path is right and that the files were delivered in full."
+    )
+
+
 def ingest_raw(spark: SparkSession, config: JobrecConfig) -> list[QualityReport]:
     """Raw jobs and candidates of the configured dataset -> bronze tables and quarantine.
 
     Quarantined records are written before the budget is checked, so that a failed run leaves
-    them for inspection; the bronze table of a source over budget is not replaced.
+    them for inspection; the bronze table of a source over budget is not replaced. An empty
+    input is refused before anything is written.
     """
     raw = RawLocations.of(config)
     quarantine_path = table_path(config, "bronze", "quarantine")
     budget = config.quality.error_budget_fraction
     reports = []
+    job_lines = spark.read.text(raw.jobs)
+    candidate_lines = read_candidate_lines(spark, raw.candidates)
+    _refuse_empty_input(spark, job_lines, raw.jobs, "jobs")
+    _refuse_empty_input(spark, candidate_lines, raw.candidates, "candidates")
 
-    jobs = validate_jobs(spark.read.text(raw.jobs), config.ingest)
+    jobs = validate_jobs(job_lines, config.ingest)
     write_quarantine(jobs.quarantine, quarantine_path, "jobs")
     log.info("%s", jobs.report.format())
     enforce_budget(jobs.report, budget)
@@ -133,7 +160,7 @@ def ingest_raw(spark: SparkSession, config: JobrecConfig) -> list[QualityReport]
 
     job_ids = read_delta(spark, table_path(config, "bronze", "jobs")).select("job_id")
     candidates = validate_candidates(
-        read_candidate_lines(spark, raw.candidates),
+        candidate_lines,
         job_ids,
         config.ingest,
         config.cleaning.max_score,

@@ -2,6 +2,7 @@
 
 import json
 import logging
+from pathlib import Path
 
 import mlflow.data
 import numpy as np
@@ -13,6 +14,7 @@ from pyspark.sql import functions as F
 from jobrec_core.cleaning.stage import clean_candidates, run_cleaning
 from jobrec_core.embeddings.stage import build_embeddings
 from jobrec_core.platform.manifest import current
+from jobrec_core.platform.quarantine import DataQualityError
 from jobrec_core.platform.tables import delta_version, read_delta, table_path
 from jobrec_core.platform.tracking import JOB_RUN_ID_ENV, JOB_RUN_ID_TAG, stage_runs
 from jobrec_core.text.tokens import (
@@ -127,6 +129,9 @@ def test_wmd_filter_drops_the_unrelated_job(spark, tiny, controlled, prune):
     assert decisions[(100, 1)] == "keep"
 
 
+STRAY_SCHEMA = "candidate_id BIGINT, sequence ARRAY<STRUCT<job_id: INT, score: INT>>"
+
+
 def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embeddings, caplog):
     config, _, _ = tiny
     caplog.set_level(logging.INFO, logger="jobrec_core.platform.progress")
@@ -135,21 +140,26 @@ def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embedd
     before = delta_version(spark, bronze)
     count = read_delta(spark, bronze).count()
     stray = spark.createDataFrame(
-        [(999_999_999, [(1, 5), (2_000_000, 4), (3, 4)])],
-        "candidate_id BIGINT, sequence ARRAY<STRUCT<job_id: INT, score: INT>>",
+        [
+            (999_999_999, [(1, 5), (2_000_000, 4), (3, 4)]),  # the jobs table changed since
+            # An id too large for an INT, as ingestion wrote it before it refused such ids.
+            (999_999_998, [(1, 5), (None, 4)]),
+        ],
+        STRAY_SCHEMA,
     )
-    stray.write.format("delta").mode("append").save(bronze)  # the jobs table changed since
+    stray.write.format("delta").mode("append").save(bronze)
     try:
         funnel = run_cleaning(spark, config)
     finally:
         table.restoreToVersion(before)
     quarantine = read_delta(spark, table_path(config, "bronze", "quarantine"))
-    rows = quarantine.where("source = 'clean_candidates'").collect()
+    rows = quarantine.where("source = 'clean_candidates'").orderBy("detail").collect()
     assert [(r.reason, r.detail) for r in rows] == [
-        ("unknown_job_id", "job 2000000 is not in the jobs table")
+        ("unknown_job_id", "a job without an id is not in the jobs table"),
+        ("unknown_job_id", "job 2000000 is not in the jobs table"),
     ]
-    assert funnel.quarantined_unknown_jobs == 1
-    assert funnel.candidates == count + 1
+    assert funnel.quarantined_unknown_jobs == 2
+    assert funnel.candidates == count + 2
     assert funnel.after_wmd_and_rules <= funnel.after_rules < funnel.candidates
     assert funnel.exact_pairs == funnel.distinct_pairs <= funnel.pairs  # no pruning by default
     silver = read_delta(spark, table_path(config, "silver", "candidates")).collect()
@@ -160,7 +170,7 @@ def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embedd
     assert any(line.startswith(f"{step}: done in ") for line in logged)
     # The stage's MLflow run: its funnel as metrics, the bronze snapshot it read.
     run = stage_runs(config, "clean_candidates", limit=1)[0]
-    assert run.data.metrics["quarantined_unknown_jobs"] == 1.0
+    assert run.data.metrics["quarantined_unknown_jobs"] == 2.0
     assert run.data.metrics["after_wmd_and_rules"] == funnel.after_wmd_and_rules
     assert run.inputs is not None
     names = {i.dataset.name for i in run.inputs.dataset_inputs}
@@ -168,3 +178,28 @@ def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embedd
     for row in silver:
         assert len(row.sequence) >= config.cleaning.min_jobs
         assert row.positive_job_id in {e.job_id for e in row.sequence}
+
+
+def test_stage_over_the_error_budget_fails_before_writing_silver(spark, tiny, tiny_embeddings):
+    config, _, _ = tiny
+    strict = config.model_copy(
+        update={"quality": config.quality.model_copy(update={"error_budget_fraction": 0.0})}
+    )
+    bronze = table_path(config, "bronze", "candidates")
+    silver = table_path(config, "silver", "candidates")
+    table = DeltaTable.forPath(spark, bronze)
+    before = delta_version(spark, bronze)
+    silver_before = delta_version(spark, silver) if Path(silver).exists() else None
+    stray = spark.createDataFrame([(999_999_999, [(1, 5), (2_000_000, 4)])], STRAY_SCHEMA)
+    stray.write.format("delta").mode("append").save(bronze)
+    try:
+        with pytest.raises(
+            DataQualityError, match=r"clean_candidates: 1 of [0-9,]+ records .* error budget"
+        ) as error:
+            run_cleaning(spark, strict)
+    finally:
+        table.restoreToVersion(before)
+    assert "unknown_job_id" in str(error.value)
+    quarantine = read_delta(spark, table_path(config, "bronze", "quarantine"))
+    assert quarantine.where("source = 'clean_candidates'").count() == 1  # left for inspection
+    assert (delta_version(spark, silver) if Path(silver).exists() else None) == silver_before

@@ -1,5 +1,6 @@
 """Raw -> bronze on the shipped corpus of bad records: every reason, counted, never lost."""
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -8,7 +9,7 @@ import pytest
 from jobrec_core.config import load_config
 from jobrec_core.data.stage import ingest_raw
 from jobrec_core.platform.quarantine import DataQualityError
-from jobrec_core.platform.tables import RawLocations, read_delta, table_path
+from jobrec_core.platform.tables import RawLocations, delta_version, read_delta, table_path
 from tests.helpers import REPO, state_overrides
 
 pytestmark = pytest.mark.integration
@@ -108,3 +109,30 @@ def test_over_budget_fails_clearly_and_keeps_the_evidence(spark, tmp_path):
     assert "malformed_record" in str(error.value)
     assert sum(quarantined(spark, config, "jobs").values()) == 13
     assert not Path(table_path(config, "bronze", "jobs")).exists()
+
+
+def test_an_empty_input_is_refused_before_anything_is_written(spark, tmp_path):
+    """Nothing read is nothing bad: without the check, empty files would pass any budget and
+    replace good bronze tables with empty ones."""
+    config = corpus_config(tmp_path, budget=1.0)
+    install_corpus(config)
+    ingest_raw(spark, config)
+    bronze = {
+        name: table_path(config, "bronze", name) for name in ("jobs", "candidates", "quarantine")
+    }
+    versions = {name: delta_version(spark, path) for name, path in bronze.items()}
+    raw = RawLocations.of(config)
+
+    (Path(raw.candidates) / "part-0.csv").write_text("identifier\tsequence\n\n  \n")
+    with pytest.raises(
+        DataQualityError,
+        match=rf"candidates: no records in {re.escape(raw.candidates)} \(3 header or blank lines",
+    ):
+        ingest_raw(spark, config)
+
+    (Path(raw.jobs) / "part-0.json").unlink()
+    with pytest.raises(DataQualityError, match=rf"jobs: no records in {re.escape(raw.jobs)};"):
+        ingest_raw(spark, config)
+
+    assert {name: delta_version(spark, path) for name, path in bronze.items()} == versions
+    assert read_delta(spark, bronze["candidates"]).count() == 4
