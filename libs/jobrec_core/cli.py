@@ -22,9 +22,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from jobrec_core.config import ConfigError, JobrecConfig
+from jobrec_core.config import ConfigError, JobrecConfig, load_config
 from jobrec_core.platform.logs import setup_logging
-from jobrec_core.runtime import add_common_arguments, config_from_args
+from jobrec_core.runtime import add_common_arguments
 from jobrec_core.search.local_node import SERVICE_NAME, LocalElasticsearch, LocalNodeError
 
 
@@ -122,10 +122,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     setup_logging()
     if args.command == "bundle":
         return _bundle(Path(args.folder), args.target, args.variables)
+    # A copy: `args.overrides` stays as typed, for the report's "reproduce with" line.
+    overrides = list(args.overrides)
     if getattr(args, "preset", None):
-        args.overrides.append(f"data.preset={args.preset}")
+        overrides.append(f"data.preset={args.preset}")
     try:
-        config = config_from_args(args)
+        config = load_config(args.env, overrides, args.conf_dir)
         if args.command == "es":
             return _es(config, args.action, args.purge)
         if args.command == "index":
@@ -331,9 +333,10 @@ DEMO_CANDIDATES = 3  # held-out candidates whose recommendations the demo prints
 
 def _demo(config: JobrecConfig, keep_es: bool) -> int:
     """Every stage on the configured preset (conf/local.yaml: demo), after proving every
-    component; always from the start (`jobrec run` is the one that resumes)."""
+    component; always from the start (`jobrec run` is the one that resumes, and forgets what
+    it recorded for the preset: the demo rewrites every step's outputs)."""
     from jobrec_core.devtools.stack_check import StackContext, format_report, run_checks
-    from jobrec_core.pipeline import PipelineError, pipeline_steps, run_steps
+    from jobrec_core.pipeline import PipelineError, forget_step, pipeline_steps, run_steps
     from jobrec_core.platform.spark import get_spark
 
     with _local_node(config, keep=keep_es):
@@ -344,6 +347,7 @@ def _demo(config: JobrecConfig, keep_es: bool) -> int:
             return 1
         try:
             steps = pipeline_steps(spark, config, DEMO_CANDIDATES, "jobrec demo")
+            forget_step(config, steps[0].name)
             run_steps(steps, None, None, services=_node_services(config))
         except PipelineError as error:
             print(f"jobrec demo: {error}", file=sys.stderr)
@@ -395,7 +399,13 @@ def _run(config: JobrecConfig, args: argparse.Namespace) -> int:
         spark = get_spark(config)
         steps = pipeline.pipeline_steps(spark, config, args.candidates, _run_command(args))
         try:
-            pipeline.run_steps(steps, state, path, services=_node_services(config))
+            pipeline.run_steps(
+                steps,
+                state,
+                path,
+                services=_node_services(config),
+                arguments=pipeline.step_arguments(args.candidates),
+            )
         except pipeline.PipelineError as error:
             print(f"\njobrec run: {error}", file=sys.stderr)
             print(f"the state is in {path}; run the same command again to resume from that step",

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import copy
 import os
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
 from pydantic import (
@@ -22,6 +23,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -31,6 +33,14 @@ BASE_FILE = "base.yaml"
 BASE_ENV = "base"  # `--env base`: no overlay, base.yaml alone
 # URL schemes a storage root may carry: both name a local path (`platform.tables.local_path`).
 LOCAL_SCHEMES = ("dbfs", "file")
+# A number in scientific notation without a decimal point (`1e-3`): YAML 1.1, which PyYAML
+# reads, wants `1.0e-3` and takes `1e-3` for a string (`_parse_override`).
+SCIENTIFIC = re.compile(r"[-+]?(\d+\.?\d*|\.\d+)[eE][-+]?\d+")
+# What `load_config` sets itself, after the overrides: `--set` refuses them, saying what sets each.
+DERIVED_KEYS = {
+    "env": "the overlays' names: choose them with --env (e.g. --env databricks --env prod)",
+    "project_root": "the parent of the conf folder: choose it with --conf-dir",
+}
 
 
 class ConfigError(ValueError):
@@ -166,9 +176,10 @@ class ScoreDistributionConfig(_Section):
 
 
 class DataConfig(_Section):
+    # `presets` before `preset`, so that the preset's validator sees them (`info.data`)
+    presets: dict[str, PresetConfig]
     preset: str
     reference_dir: str
-    presets: dict[str, PresetConfig]
     occupation_popularity_sigma: float = Field(ge=0)
     related_rate: float = Field(ge=0, le=1)
     related_share: float = Field(ge=0, le=1)
@@ -179,12 +190,17 @@ class DataConfig(_Section):
     candidates_per_task: int = Field(gt=0)
     jobs_per_task: int = Field(gt=0)
 
+    @field_validator("preset")
+    @classmethod
+    def _known_preset(cls, preset: str, info: ValidationInfo) -> str:
+        # At start-up, not when a stage first asks for the sizes, minutes into a run.
+        presets = info.data.get("presets")  # absent when they are invalid themselves
+        if presets is not None and preset not in presets:
+            raise ValueError(f"unknown preset (known: {', '.join(sorted(presets))})")
+        return preset
+
     def sizes(self) -> PresetConfig:
         """The sizes of the selected preset."""
-        if self.preset not in self.presets:
-            raise ConfigError(
-                f"data.preset: unknown preset {self.preset!r} (known: {', '.join(self.presets)})"
-            )
         return self.presets[self.preset]
 
 
@@ -412,6 +428,8 @@ class TrainingConfig(_Section):
 class PromotionConfig(_Section):
     min_accuracy: float = Field(ge=0, le=1)
     bootstrap_resamples: int = Field(ge=100)
+    # the chance that any of a run's gates promotes on noise (`training.promotion.gate_alpha`)
+    family_alpha: float = Field(gt=0, lt=1)
 
 
 class EvaluationConfig(_Section):
@@ -598,9 +616,11 @@ def load_config(
             )
         overlay = _read_yaml(overlay_file)
         deep_merge(merged, overlay, _origin_recorder(str(overlay_file), origins))
+    defined = _model_versions(merged)
     for override in overrides:
         key, value = _parse_override(override)
         deep_merge(merged, _nest(key, value), _origin_recorder(f"--set {override}", origins))
+    _refuse_new_versions(merged, defined, origins)
     merged["env"] = ",".join(names) or BASE_ENV
     merged["project_root"] = str(directory.resolve().parent)
     try:
@@ -677,21 +697,69 @@ def _parse_override(override: str) -> tuple[str, Any]:
     key, sep, raw = override.partition("=")
     if not sep or not key.strip():
         raise ConfigError(f"--set {override!r}: expected section.key=value")
+    name = key.strip().split(".")[0]
+    if name in DERIVED_KEYS:
+        raise ConfigError(f"--set {override!r}: {name} is {DERIVED_KEYS[name]}")
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as error:
         raise ConfigError(f"--set {override!r}: value is not valid YAML: {error}") from None
+    # `--set training.learning_rate=1e-3` means the number, as YAML 1.2 reads it; a quoted
+    # '1e-3' stays a string (the plain scalar alone is the raw text unchanged).
+    if isinstance(value, str) and value == raw.strip() and SCIENTIFIC.fullmatch(value):
+        value = float(value)
     return key.strip(), value
 
 
 def _nest(dotted_key: str, value: Any) -> dict[str, Any]:
     tree: dict[str, Any] = {}
     node = tree
-    parts = dotted_key.split(".")
+    parts = _key_names(dotted_key)
     for part in parts[:-1]:
         node = node.setdefault(part, {})
     node[parts[-1]] = value
     return tree
+
+
+def _key_names(dotted_key: str) -> list[str]:
+    """The names along `dotted_key`, split at its dots; under a mapping of plain values
+    (`spark.conf`, `elasticsearch.local.settings`) the rest is one name, dots and all, since
+    Spark's and Elasticsearch's own keys have dots (`spark.conf.spark.driver.memory`)."""
+    parts = dotted_key.split(".")
+    section: type[BaseModel] = JobrecConfig
+    index = 0
+    while index < len(parts) - 1:
+        field = section.model_fields.get(parts[index])
+        if field is None:
+            break  # an unknown key: validation names it
+        annotation = field.annotation
+        if get_origin(annotation) is dict:
+            entry = get_args(annotation)[1]
+            if not (isinstance(entry, type) and issubclass(entry, BaseModel)):
+                return [*parts[: index + 1], ".".join(parts[index + 1 :])]
+            section, index = entry, index + 2  # the entry's name, then its own keys
+        elif isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            section, index = annotation, index + 1
+        else:
+            break
+    return parts
+
+
+def _model_versions(merged: Mapping[str, Any]) -> set[str]:
+    model = merged.get("model")
+    versions = model.get("versions") if isinstance(model, Mapping) else None
+    return set(versions) if isinstance(versions, Mapping) else set()
+
+
+def _refuse_new_versions(merged: Mapping[str, Any], defined: set[str], origins: dict) -> None:
+    """A model version named only by `--set` (a typo, `model.versions.v5x.bm25_mix=true`)
+    would be a new configuration that no file records: it must be added in conf/."""
+    for name in sorted(_model_versions(merged) - defined):
+        source = _origin_of(("model", "versions", name), origins)
+        raise ConfigError(
+            f"model.versions.{name}: not a version of the configuration files "
+            f"({', '.join(sorted(defined))}) [in {source}]; a new version is added in conf/"
+        )
 
 
 def _describe(error: ValidationError, origins: dict, base_file: Path) -> str:

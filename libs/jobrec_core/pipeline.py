@@ -12,8 +12,12 @@ one that is not recorded, the one that failed. Every step replaces what it write
 killed halfway runs again from its start (training continues from its last checkpoint). The
 state holds the configuration's fingerprint: under a configuration that computes anything
 differently, nothing is skipped. Settings of how it runs (`RUNTIME_SETTINGS`: Spark's
-resources, the node's address, timeouts) may change between a failure and its rerun.
-`--from STEP` runs again from that step; `--fresh` forgets the state.
+resources, the node's address, timeouts) may change between a failure and its rerun. A step
+whose outputs depend on the command's arguments as well records them (`step_arguments`:
+recommend's `--candidates`), and runs again, with every later step, under others.
+`--from STEP` runs again from that step; `--fresh` forgets the state. The demo and the stage
+jobs, which rewrite the same outputs outside the state, forget the step they rewrite and
+every later one (`forget_step`, `JOB_STEPS`).
 
 The state file is `<storage.root>/<preset>/reports/pipeline/state.json`, written whole and
 then renamed into place, so a kill never leaves half a record.
@@ -53,6 +57,30 @@ STAGES_BEFORE_TRAINING = (
     "build_pairs",
 )
 SHOWN_CANDIDATES = 3  # candidates whose jobs and recommendations are printed in full
+TRAININGS = "train"  # every `train_<version>` step's place in the pipeline (`forget_from`)
+
+# The step of `jobrec run` whose outputs each stage job (a module of `jobrec_core.entrypoints`)
+# rewrites: when the job starts, that step and every later one leave the recorded state of the
+# preset (`runtime.start_job`), so that a rerun does not reuse outputs the job replaced, perhaps
+# under another configuration. `train_drmm` rewrites its version's training; `promote_model`
+# moves the champion, which evaluate and recommend read (the trainings' own gate decisions
+# stay what they were, as they were recorded: retraining every model would not change them).
+# The other jobs rewrite none:
+# check_stack its own tables and index, tune_drmm registers nothing, the rest write reports.
+JOB_STEPS = {
+    "generate_data": "generate",
+    "ingest": "ingest",
+    "train_embeddings": "embeddings",
+    "train_titles": "titles",
+    "normalise_titles": "titles",
+    "clean_candidates": "clean",
+    "index_jobs": "index",
+    "build_pairs": "build_pairs",
+    "train_drmm": "train_{version}",
+    "promote_model": "evaluate",
+    "evaluate": "evaluate",
+    "recommend": "recommend",
+}
 
 
 @dataclass(frozen=True)
@@ -72,6 +100,9 @@ class StepRecord:
     # CPU seconds by kind of process (`platform.resources.CpuTime`): where the step's cores
     # went. Empty in a state recorded before it was kept.
     cpu_seconds: dict[str, float] = field(default_factory=dict)
+    # The command's arguments the step's outputs depend on (`step_arguments`): under others
+    # the step is not done. Empty in a state recorded before they were kept.
+    arguments: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,8 +112,10 @@ class PipelineState:
     fingerprint: str
     completed: list[StepRecord] = field(default_factory=list)
 
-    def done(self, name: str) -> bool:
-        return any(record.name == name for record in self.completed)
+    def done(self, name: str, arguments: Mapping[str, int] | None = None) -> bool:
+        """Whether step `name` is recorded, run with these `arguments` (`step_arguments`)."""
+        wanted = dict(arguments or {})
+        return any(r.name == name and r.arguments == wanted for r in self.completed)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -209,6 +242,34 @@ def save_state(path: Path, state: PipelineState) -> None:
         raise
 
 
+def forget_step(config: JobrecConfig, name: str) -> None:
+    """Drop step `name` and every later one from the state `jobrec run` recorded for this
+    preset, saved as `save_state` saves it: the demo and the stage jobs are about to rewrite
+    their outputs, perhaps under another configuration, so a rerun must not reuse them. The
+    state keeps its own fingerprint (a run under it must still skip the earlier steps); none,
+    or one `load_state` would discard anyway, is left alone."""
+    path = state_file(config)
+    if not path.is_file():
+        return
+    try:
+        state = PipelineState.from_json(path.read_text(encoding="utf-8"))
+    except (ValueError, KeyError, TypeError):
+        return
+    kept = forget_from(state, name)
+    if len(kept.completed) < len(state.completed):
+        save_state(path, kept)
+        forgotten = [r.name for r in state.completed[len(kept.completed) :]]
+        log.info("%s: %s will run again in `jobrec run`", path, ", ".join(forgotten))
+
+
+def forget_job(config: JobrecConfig, job: str) -> None:
+    """`forget_step` for the step the stage job `job` rewrites (`JOB_STEPS`); none for the
+    others."""
+    step = JOB_STEPS.get(job)
+    if step is not None:
+        forget_step(config, step.format(version=config.model.version))
+
+
 def pipeline_steps(
     spark: SparkSession, config: JobrecConfig, candidates: int, label: str
 ) -> list[Step]:
@@ -262,7 +323,9 @@ def pipeline_steps(
             update={"model": config.model.model_copy(update={"version": version})}
         )
         trained = run_training(spark, versioned)
-        decision = promote(versioned, str(trained.version), trained.inputs.gate_files())
+        # the run's gates share the family's significance level (`promotion.family_alpha`)
+        gates = len(config.evaluation.models)
+        decision = promote(versioned, str(trained.version), trained.inputs.gate_files(), gates)
         return f"DRMM {version}\n{trained.format()}\n{decision.format()}"
 
     def evaluate() -> str:
@@ -293,6 +356,12 @@ def pipeline_steps(
     return [Step(name, runs[name]) for name in step_names(config)]
 
 
+def step_arguments(candidates: int) -> dict[str, dict[str, int]]:
+    """By step, the arguments of :func:`pipeline_steps` its outputs depend on beyond the
+    configuration (recorded with it; `run_steps`): recommend's sample of candidates."""
+    return {"recommend": {"candidates": candidates}}
+
+
 class PipelineError(RuntimeError):
     """A step failed; the state keeps every step before it."""
 
@@ -303,20 +372,34 @@ def run_steps(
     path: Path | None,
     emit: Callable[[str], None] = print,
     services: Mapping[str, int] | None = None,
+    arguments: Mapping[str, Mapping[str, int]] | None = None,
 ) -> list[StepRecord]:
     """Run the steps that `state` has not recorded, in order, recording each in it as it ends
-    and saving it to `path` (`state` None: run all, record nothing). `services` names the
-    processes that work beside the pipeline's own (the local Elasticsearch node): peak memory
-    leaves them out, so that a step's figure does not depend on who started them, and their
-    CPU seconds are counted under their names. Returns the records of the steps run now."""
+    and saving it to `path` (`state` None: run all, record nothing). `arguments` gives, by
+    step, what its outputs depend on beyond the configuration (`step_arguments`): a step
+    recorded under others runs again. `services` names the processes that work beside the
+    pipeline's own (the local Elasticsearch node): peak memory leaves them out, so that a
+    step's figure does not depend on who started them, and their CPU seconds are counted
+    under their names. Returns the records of the steps run now."""
     named = dict(services or {})
+    given = arguments or {}
     ran: list[StepRecord] = []
     for number, step in enumerate(steps, start=1):
-        if state is not None and state.done(step.name):
+        step_args = dict(given.get(step.name, {}))
+        if state is not None and state.done(step.name, step_args):
             log.info(
                 "step %d/%d %s: done in an earlier run, skipped", number, len(steps), step.name
             )
             continue
+        if state is not None:
+            # Recorded under other arguments, it runs again, and so does every later step (on
+            # its new outputs): their records go first, saved before the step rewrites them.
+            later = {s.name for s in steps[number - 1 :]}
+            kept = [r for r in state.completed if r.name not in later]
+            if len(kept) < len(state.completed):
+                state.completed = kept
+                if path is not None:
+                    save_state(path, state)
         log.info("step %d/%d %s: starting", number, len(steps), step.name)
         started = time.perf_counter()
         with (
@@ -336,6 +419,7 @@ def run_steps(
             memory.peak_bytes,
             datetime.now(UTC).isoformat(timespec="seconds"),
             {kind: round(seconds, 2) for kind, seconds in cpu.seconds.items()},
+            step_args,
         )
         emit(f"\n{output}")
         log.info(
@@ -367,6 +451,26 @@ def restart_from(state: PipelineState, names: list[str], name: str) -> PipelineS
         raise ValueError(f"no step {name!r}; the steps are: {', '.join(names)}")
     later = set(names[names.index(name) :])
     return PipelineState(state.fingerprint, [r for r in state.completed if r.name not in later])
+
+
+def forget_from(state: PipelineState, name: str) -> PipelineState:
+    """The state without step `name` and every step recorded after it, the earlier records
+    kept in order. By the steps' places in the pipeline, not by a configuration's step
+    names: the state may have been recorded under other `evaluation.models` (a training this
+    run does not know drops the steps after the trainings); a step this version does not
+    know counts as the last."""
+    order = [*STAGES_BEFORE_TRAINING, TRAININGS, "evaluate", "recommend"]
+
+    def place(step: str) -> int:
+        kind = TRAININGS if step.startswith(f"{TRAININGS}_") else step
+        return order.index(kind) if kind in order else len(order)
+
+    start = place(name)
+    for index, record in enumerate(state.completed):
+        here = place(record.name)
+        if record.name == name or here > start:
+            return PipelineState(state.fingerprint, state.completed[:index])
+    return state
 
 
 def format_cpu(seconds: Mapping[str, float]) -> str:

@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
+import sys
 from collections.abc import Callable, Sequence
+from contextvars import ContextVar
+from pathlib import Path
 from typing import Any
 
-from jobrec_core.config import JobrecConfig, load_config
+from jobrec_core.config import ConfigError, JobrecConfig, load_config
 from jobrec_core.platform.logs import setup_logging
+
+# The stage job running (its module's name: `generate_data`), set by `entry_point` for
+# `start_job`, which forgets the step of `jobrec run` the job rewrites (`pipeline.JOB_STEPS`).
+_JOB: ContextVar[str | None] = ContextVar("jobrec_job", default=None)
 
 
 class _Overlays(argparse.Action):
@@ -70,7 +78,9 @@ def config_from_args(args: argparse.Namespace) -> JobrecConfig:
 def start_job(
     parser: argparse.ArgumentParser, argv: Sequence[str] | None
 ) -> tuple[argparse.Namespace, JobrecConfig]:
-    """What every entry point does first: parse its arguments, set up logging, load config."""
+    """What every entry point does first: parse its arguments, set up logging, load config;
+    run by `entry_point`, then drop the step the job rewrites, and every later one, from the
+    state `jobrec run` recorded for the preset, so that a rerun does not reuse them."""
     args = parser.parse_args(argv)
     setup_logging()
     if args.job_run_id:
@@ -80,7 +90,14 @@ def start_job(
         # The stages read it where they open their MLflow runs (`tracking.log_stage_inputs`),
         # however deep in the stage; so do the processes they start.
         os.environ[JOB_RUN_ID_ENV] = args.job_run_id
-    return args, config_from_args(args)
+    config = config_from_args(args)
+    job = _JOB.get()
+    if job is not None:
+        # Imported here: the pipeline imports Spark, which `jobrec config` does without.
+        from jobrec_core.pipeline import forget_job
+
+        forget_job(config, job)
+    return args, config
 
 
 def entry_point(main: Callable[[], int]) -> Callable[[], None]:
@@ -89,10 +106,19 @@ def entry_point(main: Callable[[], int]) -> Callable[[], None]:
     A Databricks Python wheel task calls the entry point's function and ignores what it returns,
     so a job that reports failure by its return value would pass there. This wrapper turns a
     non-zero status into `SystemExit`, which fails the task, the console script and
-    `spark-submit` alike; success returns normally."""
+    `spark-submit` alike; success returns normally. A configuration mistake is the user's, not
+    a bug: its message and status 2, as `jobrec` gives them, without a traceback."""
+    job = Path(inspect.getfile(main)).stem  # its file's: `__main__` too when run as a script
 
     def run() -> None:
-        status = main()
+        token = _JOB.set(job)
+        try:
+            status = main()
+        except ConfigError as error:
+            print(f"{job}: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
+        finally:
+            _JOB.reset(token)
         if status:
             raise SystemExit(status)
 

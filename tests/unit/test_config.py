@@ -225,3 +225,56 @@ def test_field_histograms_need_lead_fields():
 def test_field_histograms_are_drmm_only():
     with pytest.raises(ConfigError, match=r"field_histograms needs architecture drmm"):
         load_config("local", ["model.versions.v6.field_histograms=true"], CONF)
+
+
+def test_an_unknown_preset_is_refused_at_start_up():
+    with pytest.raises(ConfigError) as error:
+        load_config("local", ["data.preset=nonsense"], CONF)
+    message = str(error.value)
+    assert "data.preset: unknown preset (known: demo, seed, tiny)" in message
+    assert "'nonsense'" in message and "[in --set data.preset=nonsense]" in message
+
+
+@pytest.mark.parametrize(("key", "hint"), [("env", "--env"), ("project_root", "--conf-dir")])
+def test_what_the_loader_sets_itself_is_refused_in_set(key, hint):
+    with pytest.raises(ConfigError, match=rf"--set '{key}=x': {key} is .* {hint}"):
+        load_config("local", [f"{key}=x"], CONF)
+
+
+def test_a_model_version_only_set_names_is_refused_with_the_defined_ones():
+    with pytest.raises(ConfigError) as error:
+        load_config("local", ["model.versions.v5x.bm25_mix=true"], CONF)
+    message = str(error.value)
+    assert "model.versions.v5x: not a version of the configuration files (v1, v10," in message
+    assert "[in --set model.versions.v5x.bm25_mix=true]" in message and "conf/" in message
+    changed = load_config("local", ["model.versions.v1.bm25_mix=true"], CONF)
+    assert changed.model.versions["v1"].bm25_mix  # a defined one's settings may change
+
+
+def test_scientific_notation_in_set_is_a_number_unless_quoted():
+    # YAML 1.1, which PyYAML reads, takes `1e-3` (no decimal point) for a string.
+    def rate(value: str) -> float:
+        config = load_config("local", [f"training.learning_rate={value}"], CONF)
+        return config.training.learning_rate
+
+    assert (rate("1e-3"), rate("2E-4"), rate("1.5e-3")) == (0.001, 0.0002, 0.0015)
+    with pytest.raises(ConfigError, match=r"training.learning_rate.*'1e-3'"):
+        rate("'1e-3'")
+    assert load_config("local", ["mlflow.experiment=e1"], CONF).mlflow.experiment == "e1"
+
+
+def test_keys_under_a_mapping_of_settings_keep_their_dots():
+    config = load_config(
+        "local",
+        [
+            "spark.conf.spark.driver.memory=8g",
+            "elasticsearch.local.settings.cluster.routing.allocation.enable=all",
+        ],
+        CONF,
+    )
+    assert config.spark.conf["spark.driver.memory"] == "8g"
+    assert config.spark.conf["spark.ui.enabled"] == "false"  # the others stay
+    assert config.elasticsearch.local.settings["cluster.routing.allocation.enable"] == "all"
+    # A mapping of sections still nests: a version's own keys.
+    keep = load_config("local", ["model.versions.v4.phase2_keep.bm25=0.5"], CONF)
+    assert keep.model.versions["v4"].phase2_keep == {"bm25": 0.5}

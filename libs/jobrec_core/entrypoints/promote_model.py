@@ -5,8 +5,10 @@
 
 Sets the `challenger` alias on the version (default: the one the last jobs/train_drmm.py
 registered), scores it and the current `champion` on the current held-out test sets, and moves
-`champion` only if the challenger's paired gain in the held-out log-rank score has a 95%
-bootstrap interval above zero (and its test accuracy is above `promotion.min_accuracy`);
+`champion` only if the challenger's paired gain in the held-out log-rank score is significant
+at `promotion.family_alpha` (this job gates one challenger): sign-flip p below it and the
+bootstrap interval at that level above zero (and its test accuracy is above
+`promotion.min_accuracy`);
 otherwise it says "not promoted: no significant difference" with the figures. The paper's
 accuracy and MAP are printed too. The decision and its numbers are tags of the model version.
 Exit code 0 either way; 1 with `--require-promotion` when not promoted.

@@ -6,10 +6,10 @@ as its only code: it loads and serves with torch, numpy, pandas and MLflow alone
 described in :mod:`jobrec_scoring.model`. `model_of` gives the torch network back for batch
 scoring.
 
-Promotion (`jobs/promote_model.py`) never trusts a number logged at training time: it scores
-the challenger and the current champion on the same, current test split, and moves the
-champion alias only when the challenger is at least as good on both accuracy and MAP and
-above the configured floors. The decision and its numbers are tags of the model version.
+Promotion (`jobs/promote_model.py`, `training.promotion`) never trusts a number logged at
+training time: it scores the challenger and the current champion on the same, current test
+split, and moves the champion alias only when the challenger's paired held-out log-rank gain
+is significant. The decision and its numbers are tags of the model version.
 """
 
 from __future__ import annotations

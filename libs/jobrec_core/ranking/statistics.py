@@ -38,29 +38,35 @@ class PairedDifference:
     losses: int
 
 
-def bootstrap_mean(values: np.ndarray, resamples: int, seed: int) -> Interval:
-    """The mean and its 95% percentile-bootstrap interval, candidates resampled."""
+def bootstrap_mean(values: np.ndarray, resamples: int, seed: int, level: float = LEVEL) -> Interval:
+    """The mean and its percentile-bootstrap interval at `level` (95%), candidates
+    resampled."""
     values = np.asarray(values, dtype=np.float64)
     if len(values) == 0:
         return Interval(float("nan"), float("nan"), float("nan"))
     rng = np.random.default_rng(seed)
     means = values[rng.integers(0, len(values), (resamples, len(values)))].mean(axis=1)
-    low, high = np.quantile(means, [(1 - LEVEL) / 2, (1 + LEVEL) / 2])
+    low, high = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return Interval(float(values.mean()), float(low), float(high))
 
 
 def paired_difference(
-    ours: np.ndarray, reference: np.ndarray, resamples: int, seed: int
+    ours: np.ndarray, reference: np.ndarray, resamples: int, seed: int, level: float = LEVEL
 ) -> PairedDifference:
-    """Bootstrap interval and sign-flip randomisation p-value of the mean paired difference."""
+    """Bootstrap interval at `level` and sign-flip randomisation p-value of the mean paired
+    difference. Without candidates, or with a difference that is not a number, there is no
+    evidence either way: the p-value is NaN, which no test below any level passes."""
     differences = np.asarray(ours, dtype=np.float64) - np.asarray(reference, dtype=np.float64)
-    interval = bootstrap_mean(differences, resamples, seed)
-    rng = np.random.default_rng(seed + 1)
-    signs = rng.integers(0, 2, (resamples, len(differences))) * 2 - 1
-    flipped = np.abs((signs * differences).mean(axis=1)) if len(differences) else np.zeros(0)
-    observed = abs(differences.mean()) if len(differences) else 0.0
-    # Counting the observed arrangement itself keeps p above zero (an exact-test convention).
-    p_value = float((1 + np.sum(flipped >= observed - 1e-12)) / (resamples + 1))
+    interval = bootstrap_mean(differences, resamples, seed, level)
+    p_value = float("nan")
+    if len(differences) and np.isfinite(differences).all():
+        rng = np.random.default_rng(seed + 1)
+        signs = rng.integers(0, 2, (resamples, len(differences))) * 2 - 1
+        flipped = np.abs((signs * differences).mean(axis=1))
+        observed = abs(differences.mean())
+        # Counting the observed arrangement itself keeps p above zero (an exact-test
+        # convention).
+        p_value = float((1 + np.sum(flipped >= observed - 1e-12)) / (resamples + 1))
     return PairedDifference(
         interval.mean,
         interval.low,
@@ -73,11 +79,15 @@ def paired_difference(
 
 
 def holm(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjustment: the i-th smallest p times (m - i), kept monotone, at most 1."""
-    order = np.argsort(p_values, kind="stable")
-    adjusted = np.empty(len(p_values))
+    """Holm's step-down adjustment: the i-th smallest p times (m - i), kept monotone, at most 1.
+    A NaN p-value (no evidence, :func:`paired_difference`) stays NaN and counts in m, as the
+    comparison it stands for was made."""
+    order = np.argsort(p_values, kind="stable")  # NaN last
+    adjusted = np.full(len(p_values), np.nan)
     running = 0.0
     for position, index in enumerate(order):
+        if np.isnan(p_values[index]):
+            break
         running = max(running, min(1.0, (len(p_values) - position) * p_values[index]))
         adjusted[index] = running
     return adjusted.tolist()

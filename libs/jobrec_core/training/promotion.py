@@ -4,9 +4,10 @@ Promotion never trusts a number logged at training time: it scores the challenge
 current champion on the same, current held-out test sets (`pairs.splits.held_out_documents`:
 each test candidate's held-out job in the pool a recommendation would re-rank) and moves the
 champion alias only when the challenger's paired gain in the held-out job's log-rank score
-(-ln rank, `ranking.metrics.log_rank_score`), per candidate, has a 95% bootstrap interval above
-zero. The log rank, not the reciprocal rank: on the same pools it separates two rankers with two
-to three times the z, and it orders rankers like the ground truth as well; the MRR is still
+(-ln rank, `ranking.metrics.log_rank_score`), per candidate, is significant (:func:`decide`:
+a sign-flip p-value and a bootstrap interval, at a level the run's gates share). The log
+rank, not the reciprocal rank: on the same pools it separates two rankers with two to three
+times the z, and it orders rankers like the ground truth as well; the MRR is still
 measured and shown. While there is no champion, the challenger is compared in the
 same way with BM25's own order of the same pools: a model that cannot show it ranks better than
 the retriever is not served, and recommendations keep the retriever's order
@@ -43,6 +44,7 @@ from jobrec_core.models.registry import (
     trained_embeddings,
     version_label,
 )
+from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
 from jobrec_core.ranking.metrics import geometric_mean_rank, log_rank_scores_of
@@ -143,12 +145,18 @@ def decide(
     min_accuracy: float,
     resamples: int,
     seed: int,
+    alpha: float = 0.05,
 ) -> Verdict:
     """The gate, a pure function: the sanity floor, then a significant paired gain in the
     held-out log-rank score over the champion, or, while there is none, over the retriever's
     own order of the same pools (`retriever_ranks`, the held-out jobs' ranks in BM25's order:
     :func:`bm25_held_out_ranks`). A first model that cannot show it ranks better than the
-    pools already are is not served (see the module)."""
+    pools already are is not served (see the module).
+
+    Significant at `alpha` (this gate's share of the run's, :func:`gate_alpha`) means both:
+    the sign-flip test's p-value is below `alpha`, and the bootstrap interval at 1 - `alpha`
+    lies on one side of zero. The interval alone is too narrow on a few candidates (on three,
+    it excluded zero with p 0.25); the test alone says nothing about the size of the gain."""
     if not challenger.accuracy >= min_accuracy:
         return Verdict(
             False, f"below the floor (test accuracy {challenger.accuracy:.4f} < {min_accuracy})"
@@ -165,24 +173,44 @@ def decide(
         raise ValueError(f"the challenger and {against} were scored on different candidates")
     if len(ours) == 0:
         return Verdict(False, "no held-out test candidates to compare on: rerun build_pairs")
-    gain = paired_difference(ours, reference, resamples, seed)
+    gain = paired_difference(ours, reference, resamples, seed, level=1 - alpha)
     figures = (
         f"held-out log-rank score {gain.mean:+.4f} [{gain.low:+.4f}, {gain.high:+.4f}] "
-        f"(95% CI; the held-out job ranks {1 / geometric_mean_rank(gain.mean):.2f}x higher, "
-        "geometric mean), "
-        f"p {gain.p_value:.3f}, over {against} on {len(ours):,} test candidates "
-        f"(wins/ties/losses {gain.wins}/{gain.ties}/{gain.losses})"
+        f"({1 - alpha:.1%} CI; the held-out job ranks "
+        f"{1 / geometric_mean_rank(gain.mean):.2f}x higher, geometric mean), "
+        f"p {gain.p_value:.4f} (alpha {alpha:.4f}), over {against} on {len(ours):,} test "
+        f"candidates (wins/ties/losses {gain.wins}/{gain.ties}/{gain.losses})"
     )
-    if gain.low > 0:
+    significant = gain.p_value < alpha  # False for NaN: no evidence
+    if significant and gain.low > 0:
         return Verdict(True, f"significantly better: {figures}", gain)
-    if gain.high < 0:
+    if significant and gain.high < 0:
         return Verdict(False, f"significantly worse: {figures}", gain)
     return Verdict(False, f"no significant difference: {figures}", gain)
 
 
-def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDecision:
+def gate_alpha(family_alpha: float, gates: int) -> float:
+    """One gate's significance level when a run gates `gates` challengers: Bonferroni, so that
+    the chance of any of them being promoted on noise is at most `family_alpha`
+    (`promotion.family_alpha`). Gates run in sequence against a moving champion, so their
+    tests are not independent, which Bonferroni does not need."""
+    if gates < 1:
+        raise ValueError(f"a run gates at least one challenger, not {gates}")
+    return family_alpha / gates
+
+
+def promote(
+    config: JobrecConfig, version: str, files: GateFiles, gates: int = 1
+) -> PromotionDecision:
     """Mark `version` challenger, compare it with the champion on the test splits, move the
-    champion alias if it passes (see the module), and record the decision as tags."""
+    champion alias if it passes (see the module), and record the decision as tags. `gates`:
+    how many challengers the run gates (`jobrec run`: every configuration of
+    `evaluation.models`), which share `promotion.family_alpha` (:func:`gate_alpha`).
+
+    A challenger trained on other embeddings than the current ones is refused: it could not
+    be served (`models.registry.load_champion`). The champion alias moves only if it still
+    names the champion this gate compared with (another gate may have moved it meanwhile),
+    and the decision is recorded once the alias has moved."""
     settings = config.mlflow
     configure_mlflow(config)  # models:/ URIs resolve against the configured registry
     client = registry_client(config)
@@ -219,8 +247,13 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         champion = None if replaced else scores_of(current)
     bm25_ranks = bm25_held_out_ranks(files.held_out)
     bm25 = SplitScores(float("nan"), float("nan"), bm25_ranks)  # its held-out figures alone
+    stale = _stale_embeddings(
+        client, candidate, str(manifest.current(config, "embeddings")["version"])
+    )
     if run_status != "FINISHED":
         verdict = Verdict(False, f"its training run is {run_status}, not FINISHED")
+    elif stale:
+        verdict = Verdict(False, stale)
     else:
         gate = config.promotion
         verdict = decide(
@@ -230,9 +263,14 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
             gate.min_accuracy,
             gate.bootstrap_resamples,
             config.run.seed,
+            gate_alpha(gate.family_alpha, gates),
         )
         if replaced:
             verdict = replace(verdict, reason=f"{verdict.reason}; {replaced}")
+    if verdict.promoted and (
+        moved := _champion_moved(client, name, settings.champion_alias, current)
+    ):
+        verdict = replace(verdict, promoted=False, reason=f"{moved}; {verdict.reason}")
     decision = PromotionDecision(
         name,
         challenger,
@@ -241,10 +279,44 @@ def promote(config: JobrecConfig, version: str, files: GateFiles) -> PromotionDe
         bm25.held_out_mrr,
         bm25.held_out_log_rank,
     )
-    _record(client, decision)
     if decision.promoted:
         client.set_registered_model_alias(name, settings.champion_alias, version)
+    _record(client, decision)
     return decision
+
+
+def _stale_embeddings(client: MlflowClient, challenger: ModelVersion, current: str) -> str | None:
+    """Why the challenger cannot be promoted, if it was trained on other embeddings than the
+    current ones: its histograms and IDFs come from another vocabulary, so no current pool
+    can be scored with it, and as champion it would be refused at serving (a model logged
+    outside a training run has no record of its embeddings, and is taken as it is)."""
+    trained_on = trained_embeddings(client, challenger)
+    if trained_on is None or trained_on == current:
+        return None
+    return (
+        f"not comparable: it was trained on embeddings {trained_on}, the current ones are "
+        f"{current}; retrain it on them"
+    )
+
+
+def _champion_moved(
+    client: MlflowClient, name: str, alias: str, compared: ModelVersion | None
+) -> str | None:
+    """Why the alias must not move, if it no longer names the champion this gate compared
+    with: another gate (a manual `promote_model` beside the pipeline) moved it while this one
+    scored, and this challenger was never compared with the new champion. The registry has
+    no compare-and-set, so this narrows the window to the moment before the move."""
+    try:
+        now: str | None = str(client.get_model_version_by_alias(name, alias).version)
+    except MlflowException:
+        now = None
+    before = None if compared is None else str(compared.version)
+    if now == before:
+        return None
+    return (
+        f"not promoted: the {alias} moved from version {before} to {now} while this gate "
+        "ran; gate again against it"
+    )
 
 
 @dataclass(frozen=True)

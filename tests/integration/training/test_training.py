@@ -41,7 +41,7 @@ from jobrec_core.training.batches import (
     training_batches,
 )
 from jobrec_core.training.plan import TrainPlan
-from jobrec_core.training.promotion import GateFiles, promote
+from jobrec_core.training.promotion import GateFiles, _champion_moved, promote
 from jobrec_core.training.stage import (
     gate_files,
     make_plan,
@@ -497,6 +497,27 @@ def test_a_champion_on_other_embeddings_faces_bm25s_order_instead(spark, trained
     assert not same.promoted and same.reason.startswith("no significant difference")
     assert f"over champion version {fresh}" in same.reason
     assert str(client.get_model_version_by_alias(name, "champion").version) == fresh
+
+    # A challenger trained on older embeddings could not be served: it is not even compared.
+    older = promote(config, register(config, model, spark, embeddings="w2v-older"), files)
+    assert not older.promoted and older.reason.startswith("not comparable"), older.format()
+    assert "trained on embeddings w2v-older" in older.reason
+    assert str(client.get_model_version_by_alias(name, "champion").version) == fresh
+
+
+def test_the_alias_moves_only_while_it_names_the_champion_the_gate_compared_with(spark, trained):
+    """Two gates at once (the pipeline's and a manual one): the later move must not replace
+    a champion its challenger was never compared with."""
+    config, client, _ = open_gate(spark, trained)
+    name, alias = config.mlflow.model_name, config.mlflow.champion_alias
+    model = linear_model(config, {"bm25": 1.0})
+    compared, meanwhile = register(config, model, spark), register(config, model, spark)
+    client.set_registered_model_alias(name, alias, compared)
+    compared_version = client.get_model_version(name, compared)
+    assert _champion_moved(client, name, alias, compared_version) is None
+    client.set_registered_model_alias(name, alias, meanwhile)  # the other gate promoted
+    moved = _champion_moved(client, name, alias, compared_version)
+    assert moved is not None and f"moved from version {compared} to {meanwhile}" in moved
 
 
 def test_the_floor_rejects_a_model_below_it(spark, trained):

@@ -23,7 +23,7 @@ from jobrec_core.ranking.metrics import (
     rank_within_queries,
 )
 from jobrec_core.training.batches import ReaderSettings, list_index, rebatch, row_share
-from jobrec_core.training.promotion import PromotionDecision, Scores, decide
+from jobrec_core.training.promotion import PromotionDecision, Scores, decide, gate_alpha
 from jobrec_core.training.scoring import SplitScores
 from jobrec_core.training.worker import best_epoch, epoch_batch_size, should_stop
 from jobrec_scoring.inputs import document_inputs, pad_queries, query_gate, to_bytes
@@ -742,3 +742,32 @@ def test_every_architecture_scores_any_query_length_and_learns(architecture):
     assert torch.allclose(model.score(padded), scores, atol=1e-6)
     hinge_loss(scores[:2], scores[2:], 1.0).backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+def test_a_gain_on_a_few_candidates_is_not_significant_however_narrow_its_interval():
+    """Three candidates whose held-out jobs all rank higher: every bootstrap resample's mean
+    is above zero, but a sign-flip test cannot tell three wins from luck (p 0.25)."""
+    champion = gate_scores("4", np.log(np.array([2.0, 3.0, 2.0])))
+    challenger = gate_scores("5", np.log(np.array([1.0, 2.0, 1.0])))
+    verdict = decide(challenger, champion, ranks_of(np.zeros(3)), 0.6, 2000, 1)
+    assert verdict.gain is not None and verdict.gain.low > 0 and verdict.gain.p_value > 0.2
+    assert not verdict.promoted and verdict.reason.startswith("no significant difference")
+
+
+def test_the_gates_of_a_run_share_its_significance_level():
+    """A gain significant for one gate alone is not when six challengers share 5%: each gate
+    runs at 0.05 / 6, with its interval at that level too."""
+    assert gate_alpha(0.05, 6) == pytest.approx(0.05 / 6)
+    with pytest.raises(ValueError, match="at least one"):
+        gate_alpha(0.05, 0)
+    rng = np.random.default_rng(5)
+    champion_ln_ranks = rng.uniform(1, np.log(100), 400)
+    champion = gate_scores("4", champion_ln_ranks)
+    challenger = gate_scores("5", champion_ln_ranks - 0.06 + rng.normal(0, 0.4, 400))
+    bm25_ranks = ranks_of(champion_ln_ranks)
+    alone = decide(challenger, champion, bm25_ranks, 0.6, 2000, 11, alpha=0.05)
+    shared = decide(challenger, champion, bm25_ranks, 0.6, 2000, 11, alpha=gate_alpha(0.05, 6))
+    assert alone.promoted and not shared.promoted
+    assert alone.gain is not None and shared.gain is not None
+    assert shared.gain.low < alone.gain.low  # the wider interval of the stricter level
+    assert "(99.2% CI" in shared.reason and "alpha 0.0083" in shared.reason

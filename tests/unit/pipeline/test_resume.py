@@ -17,6 +17,7 @@ from jobrec_core.pipeline import (
     restart_from,
     run_steps,
     save_state,
+    step_arguments,
     step_names,
 )
 from jobrec_core.platform.resources import TreeMemory
@@ -58,6 +59,32 @@ def test_a_rerun_starts_at_the_step_that_failed(tmp_path):
     table = format_records(done.completed)
     assert "total" in table
     assert "driver" in table  # the steps' CPU, and their total's
+
+
+def test_other_arguments_rerun_their_step_and_only_the_later_ones(tmp_path):
+    """`jobrec run --candidates 10000` after a finished run: recommend's sample changed, the
+    expensive steps before it did not."""
+    path = tmp_path / "state.json"
+    state, calls = PipelineState("abc"), list[str]()
+    steps = steps_counting(calls, set())  # generate, ingest, index, evaluate
+    run_steps(steps, state, path, emit=lambda _: None, arguments={"index": {"candidates": 3}})
+    assert load_state(path, "abc").completed[2].arguments == {"candidates": 3}
+
+    calls.clear()
+    again = {"index": {"candidates": 10000}}
+    run_steps(steps, load_state(path, "abc"), path, emit=lambda _: None, arguments=again)
+    assert calls == ["index", "evaluate"]  # the step under other arguments, and the later one
+    saved = load_state(path, "abc")
+    assert [r.name for r in saved.completed] == ["generate", "ingest", "index", "evaluate"]
+    assert saved.completed[2].arguments == {"candidates": 10000}
+
+    calls.clear()
+    run_steps(steps, saved, path, emit=lambda _: None, arguments=again)
+    assert calls == []  # the same arguments: done
+
+
+def test_recommend_records_its_sample_size():
+    assert step_arguments(10000) == {"recommend": {"candidates": 10000}}
 
 
 def test_a_state_of_another_configuration_is_not_reused(tmp_path):

@@ -37,3 +37,21 @@ def test_holm_multiplies_the_sorted_p_values_and_keeps_them_monotone():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
     assert holm([]) == []
+
+
+def test_no_candidates_or_a_difference_that_is_not_a_number_is_no_evidence():
+    """The p-value is NaN, never the smallest the test can give, and Holm keeps it NaN while
+    still counting the comparison."""
+    empty = paired_difference(np.zeros(0), np.zeros(0), 2000, 1)
+    assert np.isnan(empty.p_value) and np.isnan(empty.mean)
+    broken = paired_difference(np.array([1.0, np.nan, 2.0]), np.zeros(3), 2000, 1)
+    assert np.isnan(broken.p_value)
+    adjusted = holm([0.01, float("nan"), 0.02])
+    assert adjusted[0] == pytest.approx(0.03) and adjusted[2] == pytest.approx(0.04)
+    assert np.isnan(adjusted[1])
+
+
+def test_an_interval_at_a_stricter_level_is_wider():
+    values = np.random.default_rng(2).random(300)
+    usual, strict = bootstrap_mean(values, 4000, 1), bootstrap_mean(values, 4000, 1, level=0.99)
+    assert strict.low < usual.low < usual.high < strict.high
