@@ -61,7 +61,7 @@ from jobrec_core.platform.quarantine import (
     has_quarantined,
     write_quarantine,
 )
-from jobrec_core.platform.tables import delta_version, read_delta, table_path
+from jobrec_core.platform.tables import delta_version, table_path
 from jobrec_core.search.connection import (
     ES_FORMAT,
     connector_options,
@@ -180,8 +180,8 @@ def build_index(
     client.indices.put_mapping(
         index=name, meta={"jobrec": {**meta, "complete": True, "documents": indexed}}
     )
+    segments = segment_count(client, name)
     previous = swap_alias(client, alias, name)
-    removed = prune_versions(client, alias, config.elasticsearch.keep_versions)
     return IndexResult(
         alias=alias,
         index=name,
@@ -191,9 +191,20 @@ def build_index(
         attempts=attempts,
         write_seconds=write_seconds,
         previous=previous,
-        segments=segment_count(client, name),
-        removed=removed,
+        segments=segments,
+        removed=_prune_quietly(client, alias, config.elasticsearch.keep_versions, previous),
     )
+
+
+def _prune_quietly(client: Elasticsearch, alias: str, keep: int, previous: list[str]) -> list[str]:
+    """Prune old versions once the alias has moved, keeping `previous` (the versions it
+    moved away from, the rollback target). The new version serves by now, so a failure here
+    must not fail the build: the next run prunes what is left."""
+    try:
+        return prune_versions(client, alias, keep, also_keep=previous)
+    except Exception as error:  # the cluster's errors, after the build has succeeded
+        log.warning("could not remove old versions of %s (%s); the next run does", alias, error)
+        return []
 
 
 def _delete_quietly(client: Elasticsearch, index: str) -> None:
@@ -340,6 +351,10 @@ def _quarantine(spark: SparkSession, config: JobrecConfig, invalid: list[DeadLet
     return dict(Counter(d.error for d in invalid))
 
 
+# How much longer than the server's wait for green health the client waits for its answer.
+HEALTH_ANSWER_MARGIN_S = 30.0
+
+
 def _finish(client: Elasticsearch, config: JobrecConfig, index: str, expected: int) -> int:
     """Refresh, merge (`indexing.force_merge_segments`), serving settings back, wait for the
     replicas, and check the count. The merge comes before the replicas, which then copy
@@ -348,11 +363,12 @@ def _finish(client: Elasticsearch, config: JobrecConfig, index: str, expected: i
     force_merge(client, index, config.indexing.force_merge_segments)
     client.indices.put_settings(index=index, settings=serving_settings(config))
     client.indices.flush(index=index)
-    health = client.cluster.health(
-        index=index,
-        wait_for_status="green",
-        timeout=f"{int(config.indexing.health_timeout_s)}s",
-    )
+    # A wait that times out is answered with HTTP 408 and the health as it is then, which the
+    # client would raise; the client waits longer than the server, so the answer comes first.
+    timeout_s = config.indexing.health_timeout_s
+    health = client.options(
+        ignore_status=408, request_timeout=timeout_s + HEALTH_ANSWER_MARGIN_S
+    ).cluster.health(index=index, wait_for_status="green", timeout=f"{int(timeout_s)}s")
     if health["status"] == "red":
         raise IndexBuildError(f"{index} is red after the build: {health}")
     if health["status"] != "green":
@@ -446,7 +462,8 @@ def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
         ) from None
     connection = resolve_connection(config)
     client = make_client(connection)
-    jobs = read_delta(spark, silver)
+    # The version recorded in the index's _meta, even if another run commits a newer one.
+    jobs = spark.read.format("delta").option("versionAsOf", source_version).load(silver)
     documents = job_documents(jobs, config.indexing.fields)
     source: dict[str, Any] = {
         "dataset": config.data.preset,

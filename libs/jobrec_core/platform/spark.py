@@ -4,13 +4,16 @@ Locally (`spark.master` set) the session is built here: Delta enabled, the Delta
 jars from `spark.jars_dir` on the classpath (fetched by Maven at setup, since Spark's own Ivy
 resolver cannot be relied on to reach Maven Central), and Python workers on this interpreter.
 On Databricks (`spark.master: null`) the runtime's active session is reused untouched: the
-cluster's libraries and settings are the runtime's business, not the job's.
+cluster's libraries and settings are the runtime's business, not the job's. The bundle's
+clusters redact the connector's credentials as the local session does; a session that would
+show them is warned about.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -25,12 +28,18 @@ from jobrec_core.config import JobrecConfig
 from jobrec_core.platform.heap import freeze_long_lived
 from jobrec_scoring.numerics import pin_cpu_code_paths
 
+log = logging.getLogger(__name__)
+
 DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
 DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 DRIVER_JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 # Spark redacts matching keys in the UI, event logs and plan strings. The default pattern misses
 # the connector's `es.net.http.auth.pass` and its API key header (`...header.Authorization`).
+# deploy/databricks.yml sets the same on every cluster (tests/unit/platform checks).
 REDACTION_REGEX = r"(?i)secret|password|token|access[.]key|auth[.]pass|api[._-]?key|authorization"
+REDACTION_KEY = "spark.redaction.regex"
+# The connector's options that carry credentials (`search.connection.connector_options`).
+CONNECTOR_CREDENTIAL_KEYS = ("es.net.http.auth.pass", "es.net.http.header.Authorization")
 
 
 class SparkSetupError(RuntimeError):
@@ -56,13 +65,45 @@ def get_spark(config: JobrecConfig) -> SparkSession:
     """The session for this environment: built locally, reused on a cluster."""
     silence_py4j_command_traces()
     if config.spark.master is None:
-        active = SparkSession.getActiveSession()
-        if active is not None:
-            return active
         # A cluster job started before any session exists (spark-submit on a cluster): let
         # the launcher's configuration decide everything.
-        return SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+        session = (
+            SparkSession.getActiveSession()
+            or SparkSession.builder.appName(config.spark.app_name).getOrCreate()
+        )
+        warn_unless_credentials_redacted(session)
+        return session
     return _local_session(config)
+
+
+def warn_unless_credentials_redacted(session: SparkSession) -> None:
+    """Warn when a session this code did not build would show the connector's credentials in
+    its UI, event logs and plans. Not an error: the cluster's settings are its owner's, who may
+    keep credentials out of these jobs' sessions some other way."""
+    regex = session.conf.get(REDACTION_KEY, None)
+    if not redacts_connector_credentials(regex):
+        log.warning(
+            "%s of this session (%s) does not match the Elasticsearch connector's credential "
+            "options (%s): they would show in the Spark UI, event logs and plans. Set it to %r "
+            "in the cluster's Spark config, as deploy/databricks.yml does.",
+            REDACTION_KEY,
+            "Spark's default" if regex is None else repr(regex),
+            ", ".join(CONNECTOR_CREDENTIAL_KEYS),
+            REDACTION_REGEX,
+        )
+
+
+def redacts_connector_credentials(regex: str | None) -> bool:
+    """Whether `spark.redaction.regex` set to `regex` (None: unset, Spark's default) hides
+    every credential option of the connector. Spark searches each key with the (Java) regex;
+    one Python cannot compile counts as not hiding them, since that cannot be told here."""
+    if regex is None:
+        return False  # Spark's default matches neither key
+    try:
+        pattern = re.compile(regex)
+    except re.error:
+        return False
+    return all(pattern.search(key) for key in CONNECTOR_CREDENTIAL_KEYS)
 
 
 def spark_jars(jars_dir: str | None) -> list[str]:
@@ -91,7 +132,7 @@ def _local_session(config: JobrecConfig) -> SparkSession:
         .config("spark.sql.extensions", DELTA_EXTENSION)
         .config("spark.sql.catalog.spark_catalog", DELTA_CATALOG)
         .config("spark.sql.shuffle.partitions", str(config.spark.shuffle_partitions))
-        .config("spark.redaction.regex", REDACTION_REGEX)
+        .config(REDACTION_KEY, REDACTION_REGEX)
         .config("spark.sql.warehouse.dir", config.path("warehouse"))
         .config(DRIVER_JAVA_OPTIONS, _driver_java_options(config))
     )

@@ -583,8 +583,9 @@ class RetrievalCheckpoint:
     they run once however often the rest is recomputed), `retrieval.checkpoint_queries`
     queries per commit, so that a run stopped after hours of searching resumes where it
     stopped: a query whose row (hashed) and retriever (`retrieval_fingerprint`) are those of
-    a stored result is not searched again. Failed searches go to quarantine, and the run
-    stops when they exceed the error budget. The counts stay here for the stage's report."""
+    a stored result is not searched again, unless that search failed. Failed searches go to
+    quarantine, and the run stops when they exceed the error budget; a rerun searches them
+    again. The counts stay here for the stage's report."""
 
     config: JobrecConfig
     path: str
@@ -602,6 +603,8 @@ class RetrievalCheckpoint:
         total = hashed.count()
         keys = ["candidate_id", QUERY_HASH]
         fresh = last_note(spark, self.path) != fingerprint
+        if not fresh:
+            self._forget_failures(spark, fingerprint)
         done = 0 if fresh else self._stored(spark).join(hashed, keys, "left_semi").count()
         self.resumed = done
         if done:
@@ -646,3 +649,19 @@ class RetrievalCheckpoint:
 
     def _stored(self, spark: SparkSession) -> DataFrame:
         return read_delta(spark, self.path)
+
+    def _forget_failures(self, spark: SparkSession, fingerprint: str) -> None:
+        """Remove the stored failed searches (in one commit, under the same fingerprint) so
+        that this run searches them again and stores their answers in their place: kept, an
+        outage past the error budget would fail every rerun the same way. A run stopped after
+        this commit finds them unsearched, so nothing is lost."""
+        stored = self._stored(spark)
+        failed = stored.where(F.col("error").isNotNull()).count()
+        if failed:
+            log.info("%s: searching again the %d queries whose search failed", self.path, failed)
+            write_delta(
+                spark.createDataFrame([], stored.schema),
+                self.path,
+                replace_where="error IS NOT NULL",
+                note=fingerprint,
+            )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,15 +58,18 @@ def swap_alias(client: Elasticsearch, alias: str, index: str) -> list[str]:
     return current
 
 
-def prune_versions(client: Elasticsearch, alias: str, keep: int) -> list[str]:
+def prune_versions(
+    client: Elasticsearch, alias: str, keep: int, also_keep: Collection[str]
+) -> list[str]:
     """Delete all but the `keep` newest complete versions, failed builds, stray dead letters.
 
-    The version the alias points to is never deleted. Runs must not overlap: a build under
-    way in another run looks like a failed one.
+    The version the alias points to is never deleted, nor those in `also_keep`: a build
+    passes the versions its swap moved the alias away from, which served a moment ago and are
+    the rollback target whether or not they are among the newest (after a rollback they are
+    not). Runs must not overlap: a build under way in another run looks like a failed one.
     """
     versions = list_versions(client, alias)
-    complete = [v.name for v in versions if v.complete]
-    keep_names = set(complete[:keep]) | {v.name for v in versions if v.aliased}
+    keep_names = versions_to_keep(versions, keep, also_keep)
     doomed = [v.name for v in versions if v.name not in keep_names]
     strays = [
         name
@@ -77,6 +81,16 @@ def prune_versions(client: Elasticsearch, alias: str, keep: int) -> list[str]:
     if doomed:
         log.info("removed old or failed versions: %s", ", ".join(doomed))
     return doomed
+
+
+def versions_to_keep(
+    versions: list[IndexVersion], keep: int, also_keep: Collection[str]
+) -> set[str]:
+    """The names :func:`prune_versions` keeps of `versions` (newest first): the `keep` newest
+    complete ones, the aliased ones and `also_keep`."""
+    complete = [v.name for v in versions if v.complete]
+    aliased = {v.name for v in versions if v.aliased}
+    return set(complete[:keep]) | aliased | set(also_keep)
 
 
 def rollback(client: Elasticsearch, alias: str, to: str | None = None) -> tuple[list[str], str]:

@@ -231,6 +231,61 @@ def test_rerun_swaps_the_alias_atomically_and_keeps_configured_versions(spark, i
         rollback(client, "jobs", to=first.index)
 
 
+def test_after_a_rollback_the_next_build_keeps_the_version_it_replaced(spark, config, client):
+    """The alias was rolled back from a bad version to the one before; the next build's
+    pruning keeps the version its swap moved the alias away from (the rollback target),
+    though two newer ones are kept too (keep_versions = 2)."""
+    config = config_for(config, "elasticsearch.index_alias=rolljobs")
+    documents = spark.createDataFrame(HAND_WRITTEN_JOBS[:2], SCHEMA)
+    good, bad = build(spark, config, documents), build(spark, config, documents)
+    assert rollback(client, "rolljobs") == ([bad.index], good.index)
+    nxt = build(spark, config, documents)
+    assert nxt.previous == [good.index] and nxt.removed == []
+    kept = [(v.name, v.aliased) for v in list_versions(client, "rolljobs")]
+    assert kept == [(nxt.index, True), (bad.index, False), (good.index, False)]
+    last = build(spark, config, documents)
+    assert sorted(last.removed) == sorted([bad.index, good.index])
+    assert [v.name for v in list_versions(client, "rolljobs")] == [last.index, nxt.index]
+
+
+def test_a_version_whose_replicas_cannot_be_assigned_serves_with_a_warning(
+    spark, config, client, caplog
+):
+    """One node cannot hold a replica: the index stays yellow. Past the health timeout the
+    build warns and moves the alias; only red fails it."""
+    config = config_for(
+        config,
+        "elasticsearch.index_alias=yellowjobs",
+        "elasticsearch.replicas=1",
+        "indexing.health_timeout_s=1",
+    )
+    documents = spark.createDataFrame(HAND_WRITTEN_JOBS[:2], SCHEMA)
+    with caplog.at_level(logging.WARNING, logger="jobrec_core.indexing.stage"):
+        result = build(spark, config, documents)
+    assert result.indexed == 2
+    assert client.cluster.health(index=result.index)["status"] == "yellow"
+    assert f"{result.index} is yellow: replicas are not all allocated yet" in caplog.text
+    assert list(client.indices.get_alias(name="yellowjobs")) == [result.index]
+
+
+def test_a_failure_to_prune_after_the_swap_is_a_warning(spark, config, client, caplog):
+    """Once the alias has moved the new version serves: an index that the pruning cannot
+    read (named like a version, with a `_meta` it does not understand) leaves the build
+    successful, with a warning."""
+    config = config_for(config, "elasticsearch.index_alias=oddjobs")
+    stray = "oddjobs_v0-by-hand"
+    client.indices.create(index=stray, mappings={"_meta": {"jobrec": "not a mapping"}})
+    documents = spark.createDataFrame(HAND_WRITTEN_JOBS[:2], SCHEMA)
+    try:
+        with caplog.at_level(logging.WARNING, logger="jobrec_core.indexing.stage"):
+            result = build(spark, config, documents)
+    finally:
+        client.indices.delete(index=stray)
+    assert result.indexed == 2 and result.removed == []
+    assert "could not remove old versions of oddjobs" in caplog.text
+    assert list(client.indices.get_alias(name="oddjobs")) == [result.index]
+
+
 @pytest.fixture(scope="module")
 def hand_written(spark, tiny, es_node):
     """The hand-written jobs indexed under their own alias."""
