@@ -72,6 +72,7 @@ from jobrec_core.search.connection import (
 from jobrec_core.search.index_versions import (
     DEAD_LETTER_SUFFIX,
     IndexBuildError,
+    aliased_indices,
     prune_versions,
     root_cause,
     swap_alias,
@@ -177,8 +178,11 @@ def build_index(
     finally:
         documents.unpersist()
         _delete_quietly(client, dead_letters)
+    # what the alias names now is this version's rollback target (`index_versions.rollback`)
+    replaced = aliased_indices(client, alias)
     client.indices.put_mapping(
-        index=name, meta={"jobrec": {**meta, "complete": True, "documents": indexed}}
+        index=name,
+        meta={"jobrec": {**meta, "complete": True, "documents": indexed, "replaced": replaced}},
     )
     segments = segment_count(client, name)
     previous = swap_alias(client, alias, name)

@@ -22,6 +22,9 @@ class IndexVersion:
     name: str
     complete: bool
     aliased: bool
+    # what the alias named when this version replaced it (its `_meta`): the rollback target;
+    # empty for the first version, or one built before it was recorded
+    replaced: tuple[str, ...] = ()
 
 
 def list_versions(client: Elasticsearch, alias: str) -> list[IndexVersion]:
@@ -37,18 +40,24 @@ def list_versions(client: Elasticsearch, alias: str) -> list[IndexVersion]:
                 name=name,
                 complete=bool(meta.get("complete")),
                 aliased=alias in body.get("aliases", {}),
+                replaced=tuple(meta.get("replaced", ())),
             )
         )
     return sorted(versions, key=lambda v: v.name, reverse=True)
 
 
-def swap_alias(client: Elasticsearch, alias: str, index: str) -> list[str]:
-    """Point `alias` at `index` alone, atomically; returns the indices it pointed to before."""
-    current = (
+def aliased_indices(client: Elasticsearch, alias: str) -> list[str]:
+    """The indices `alias` points to now, sorted (none when it is not set)."""
+    return (
         sorted(client.indices.get_alias(name=alias))
         if client.indices.exists_alias(name=alias)
         else []
     )
+
+
+def swap_alias(client: Elasticsearch, alias: str, index: str) -> list[str]:
+    """Point `alias` at `index` alone, atomically; returns the indices it pointed to before."""
+    current = aliased_indices(client, alias)
     actions: list[dict[str, Any]] = [
         {"remove": {"index": old, "alias": alias}} for old in current if old != index
     ]
@@ -94,19 +103,20 @@ def versions_to_keep(
 
 
 def rollback(client: Elasticsearch, alias: str, to: str | None = None) -> tuple[list[str], str]:
-    """Point `alias` back at a kept version: `to`, or the newest complete one older than the
-    current. Returns (indices it pointed to, the index it points to now)."""
+    """Point `alias` back at a kept version: `to`, or the one the current version replaced
+    (its `_meta`), or, without that record, the newest complete one older than the current.
+    The record matters after a rollback and a rebuild: the newest older version is then the
+    bad one rolled back from, not the one that served before the rebuild. Returns (indices
+    it pointed to, the index it points to now)."""
     versions = list_versions(client, alias)
     current = [v.name for v in versions if v.aliased]
     if to is None:
-        older = [
-            v.name
-            for v in versions
-            if v.complete and not v.aliased and (not current or v.name < current[0])
-        ]
-        if not older:
+        complete = {v.name for v in versions if v.complete and not v.aliased}
+        replaced = [n for v in versions if v.aliased for n in v.replaced if n in complete]
+        older = [n for n in sorted(complete, reverse=True) if not current or n < current[0]]
+        if not replaced and not older:
             raise IndexBuildError(f"no complete version of {alias} older than {current} is kept")
-        to = older[0]
+        to = max(replaced) if replaced else older[0]
     elif not any(v.name == to and v.complete for v in versions):
         raise IndexBuildError(
             f"{to} is not a complete version of {alias} (kept: {[v.name for v in versions]})"

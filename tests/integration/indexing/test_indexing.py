@@ -26,7 +26,12 @@ from jobrec_core.search.connection import (
     wait_for_primaries,
 )
 from jobrec_core.search.dense import VECTOR_FIELD, knn_body, rescore_body
-from jobrec_core.search.index_versions import IndexBuildError, list_versions, rollback
+from jobrec_core.search.index_versions import (
+    IndexBuildError,
+    list_versions,
+    rollback,
+    swap_alias,
+)
 from jobrec_core.search.local_node import LocalElasticsearch
 from jobrec_core.text.tokens import tokens_column
 from tests.helpers import REPO, state_overrides
@@ -243,6 +248,9 @@ def test_after_a_rollback_the_next_build_keeps_the_version_it_replaced(spark, co
     assert nxt.previous == [good.index] and nxt.removed == []
     kept = [(v.name, v.aliased) for v in list_versions(client, "rolljobs")]
     assert kept == [(nxt.index, True), (bad.index, False), (good.index, False)]
+    # Rolling back now goes to the version the build replaced, not to the newer bad one.
+    assert rollback(client, "rolljobs") == ([nxt.index], good.index)
+    swap_alias(client, "rolljobs", nxt.index)
     last = build(spark, config, documents)
     assert sorted(last.removed) == sorted([bad.index, good.index])
     assert [v.name for v in list_versions(client, "rolljobs")] == [last.index, nxt.index]
