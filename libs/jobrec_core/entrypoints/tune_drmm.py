@@ -13,6 +13,7 @@ the chosen settings to put in the environment's overlay; the trials go to an MLf
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from jobrec_core.config import load_config
@@ -39,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         combinations = expand_grid(args.grid)
     except ValueError as error:
-        print(f"tune_drmm: {error}")
+        print(f"tune_drmm: {error}", file=sys.stderr)
         return 2
     trials = [
         (combination, load_config(args.env, [*args.overrides, *combination], args.conf_dir))
