@@ -52,10 +52,3 @@ def test_a_job_tells_a_configuration_mistake_as_jobrec_does(monkeypatch, capsys,
     message = capsys.readouterr().err
     assert message.startswith(f"{module.__name__.rpartition('.')[2]}: invalid configuration:")
     assert "unknown key" in message and "Traceback" not in message
-
-
-def test_a_malformed_grid_is_told_on_stderr(monkeypatch, capsys):
-    monkeypatch.setattr(runtime, "setup_logging", lambda: None)
-    assert tune_drmm.main(["--grid", "no-equals-sign"]) == 2
-    captured = capsys.readouterr()
-    assert captured.err.startswith("tune_drmm: ") and not captured.out

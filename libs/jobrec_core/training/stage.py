@@ -138,6 +138,12 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             f"{triples} has no training triples: run jobs/build_pairs.py first "
             f"(or check pairs.train in conf/)"
         )
+    if not files["held_out_dev"]:
+        # epochs are selected on them: without any, every epoch would measure NaN
+        raise RuntimeError(
+            f"{held_out} has no held-out dev candidates to select epochs on: check "
+            f"pairs.dev in conf/ and rerun jobs/build_pairs.py"
+        )
     versions = {
         "embeddings_version": str(pairs["embeddings"]),
         "index": str(pairs["index"]),
@@ -164,7 +170,12 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
 
 
 def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -> str:
-    """What changes the trained weights; not how many processes or which launcher."""
+    """What changes the trained weights, so that checkpoints are resumed or reused only by a
+    training that would repeat them: among how the training runs, the number of processes
+    (each one's shard, the batch per process), the loader processes (the order of a shard's
+    batches) and the device (GPU kernels round otherwise); not the launcher itself."""
+    training = config.training
+    processes = 1 if training.launcher == "single" else training.num_processes
     settings = config.training.model_dump(
         include={
             "max_epochs",
@@ -189,6 +200,17 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
                 else {}
             ),
             "training": settings,
+            # named only when not the local default (one CPU process pair, no loader
+            # processes), so that earlier trainings keep their keys
+            **(
+                {
+                    "processes": processes,
+                    "decode_workers": training.decode_workers,
+                    "gpu": training.use_gpu,
+                }
+                if (processes, training.decode_workers, training.use_gpu) != (2, 0, False)
+                else {}
+            ),
             "data": inputs.versions,
             "seed": config.run.seed,
             # what selects the epoch kept: a new measure keeps other weights

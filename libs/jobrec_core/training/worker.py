@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import sys
 import time
@@ -61,10 +62,13 @@ EPOCH_SELECTION = "held-out log rank"
 
 def best_epoch(dev_scores: list[float], min_gain: float) -> int:
     """Index of the selected epoch: the last one that beat every earlier epoch by more than
-    `min_gain` (the first epoch to start with)."""
+    `min_gain` (the first epoch to start with). A NaN score (nothing measured) beats nothing
+    and is beaten by any number: were it the first, every comparison with it would be false
+    and training would keep epoch 1 whatever followed."""
     best = 0
     for index, score in enumerate(dev_scores):
-        if score > dev_scores[best] + min_gain:
+        unmeasured = math.isnan(dev_scores[best]) and not math.isnan(score)
+        if unmeasured or score > dev_scores[best] + min_gain:
             best = index
     return best
 

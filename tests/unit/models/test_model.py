@@ -212,6 +212,9 @@ def test_spec_round_trips_through_json_values():
         ([0.3, 0.2, 0.25, 0.31], 0.0, 3, False),
         ([0.3, 0.2, 0.25, 0.31], 0.02, 0, True),  # 0.31 is not 0.02 better than 0.3
         ([0.3, 0.3, 0.3, 0.3], 0.0, 0, True),  # equal is no gain: the earliest is kept
+        # an epoch measured as NaN is beaten by any number, and beats none
+        ([float("nan"), 0.2, 0.25, 0.3], 0.0, 3, False),
+        ([0.3, float("nan"), 0.25, 0.29], 0.0, 0, True),
     ],
 )
 def test_early_stopping_keeps_the_best_epoch_and_waits_for_patience(scores, min_gain, best, stop):

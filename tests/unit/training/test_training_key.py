@@ -40,10 +40,22 @@ def test_settings_of_the_weights_change_the_key(override):
 
 
 @pytest.mark.parametrize(
-    "override", ["training.num_processes=1", "training.launcher=single", "training.use_gpu=true"]
+    "override",
+    [
+        "training.num_processes=1",
+        "training.launcher=single",
+        "training.use_gpu=true",
+        "training.decode_workers=2",
+    ],
 )
-def test_how_the_training_runs_keeps_the_key(override):
-    assert key(override) == key()
+def test_what_shards_orders_or_rounds_the_batches_changes_the_key(override):
+    """A run killed and relaunched on another number of processes, loader processes or
+    device would resume checkpoints it would not have written itself."""
+    assert key(override) != key()
+
+
+def test_the_launcher_itself_keeps_the_key():
+    assert key("training.launcher=torchrun") == key()
 
 
 def test_other_data_changes_the_key():

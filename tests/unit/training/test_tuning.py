@@ -38,4 +38,4 @@ def test_the_best_trial_is_the_highest_dev_log_rank_and_the_earlier_on_a_tie():
 
 def test_tune_drmm_refuses_a_malformed_grid_before_starting_spark(capsys):
     assert tune_drmm.main(["--grid", "training.learning_rate"]) == 2
-    assert "expected key=value1,value2" in capsys.readouterr().out
+    assert "expected key=value1,value2" in capsys.readouterr().err
