@@ -3,10 +3,15 @@ from here, never from one another."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from jobrec_core.serving.endpoint import REQUEST_TIMEOUT_S, RecommendServer, serve
 from jobrec_core.text.wmd import WmdDocument
 
 REPO = Path(__file__).resolve().parents[1]
@@ -58,3 +63,17 @@ def random_pairs(count, seed=3):
         if n % 10 == 0:
             first.append("not-in-vocabulary")
         yield first, second
+
+
+@contextmanager
+def serving(recommender: Any, timeout_s: float = REQUEST_TIMEOUT_S) -> Iterator[RecommendServer]:
+    """The endpoint on a free local port, serving in a thread until the block ends."""
+    running = serve(recommender, "127.0.0.1", 0, timeout_s)
+    thread = threading.Thread(target=running.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield running
+    finally:
+        running.shutdown()
+        running.server_close()
+        thread.join()

@@ -7,7 +7,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,9 +15,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from jobrec_core.platform.tables import read_delta, table_path
-from jobrec_core.serving.endpoint import RecommendServer, serve
+from jobrec_core.serving.endpoint import RecommendServer
 from jobrec_core.serving.online import PARTS
 from jobrec_core.serving.stage import online_recommender, recommendations_of, run_recommend
+from tests.helpers import serving
 
 pytestmark = pytest.mark.integration
 
@@ -26,13 +26,8 @@ pytestmark = pytest.mark.integration
 @pytest.fixture(scope="module")
 def server(spark, champion) -> Iterator[RecommendServer]:
     config, _ = champion
-    running = serve(online_recommender(spark, config), "127.0.0.1", 0)
-    thread = threading.Thread(target=running.serve_forever, daemon=True)
-    thread.start()
-    yield running
-    running.shutdown()
-    running.server_close()
-    thread.join()
+    with serving(online_recommender(spark, config)) as running:
+        yield running
 
 
 def call(

@@ -14,6 +14,7 @@ from jobrec_core.config import load_config
 from jobrec_core.entrypoints import build_pairs, train_drmm
 from jobrec_core.pipeline import (
     JOB_STEPS,
+    STAGES_BEFORE_TRAINING,
     PipelineState,
     StepRecord,
     forget_from,
@@ -27,13 +28,7 @@ from jobrec_core.pipeline import (
 # tuning (registers nothing), reports beside the run's.
 JOBS_WITHOUT_STEP = {"check_stack", "tune_drmm", "choose_query_floor", "evaluate_cleaning"}
 RECORDED = [
-    "generate",
-    "ingest",
-    "embeddings",
-    "titles",
-    "clean",
-    "index",
-    "build_pairs",
+    *STAGES_BEFORE_TRAINING,
     "train_v1",
     "train_v5",
     "evaluate",

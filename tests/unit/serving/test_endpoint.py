@@ -8,15 +8,14 @@ from __future__ import annotations
 import logging
 import re
 import socket
-import threading
 import time
 from collections.abc import Iterator
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from jobrec_core.serving.endpoint import RecommendServer, serve
-from jobrec_core.serving.online import OnlineRecommender
+from jobrec_core.serving.endpoint import RecommendServer
+from tests.helpers import serving
 
 TIMEOUT_S = 0.5
 
@@ -33,13 +32,8 @@ class HealthOnly:
 
 @pytest.fixture()
 def server() -> Iterator[RecommendServer]:
-    running = serve(cast(OnlineRecommender, HealthOnly()), "127.0.0.1", 0, TIMEOUT_S)
-    thread = threading.Thread(target=running.serve_forever, daemon=True)
-    thread.start()
-    yield running
-    running.shutdown()
-    running.server_close()
-    thread.join()
+    with serving(HealthOnly(), TIMEOUT_S) as running:
+        yield running
 
 
 def exchange(server: RecommendServer, raw: bytes, wait_s: float = 5.0) -> bytes:
