@@ -452,6 +452,20 @@ class EvaluationConfig(_Section):
     # (`jobrec snapshot`), so that the demo's RESULTS.md carries it and stays reproducible.
     report_appendices: list[str] = []
 
+    @field_validator("baselines")
+    @classmethod
+    def _bm25_first(cls, baselines: list[str]) -> list[str]:
+        # The first ranker is the reference every other is paired against, and the reports
+        # and MLflow metrics call that reference BM25 (`vs_bm25`): another one first would be
+        # printed under BM25's name.
+        if not baselines or baselines[0] != "BM25":
+            raise ValueError(
+                "the first baseline must be BM25, the reference every ranker is paired "
+                "against and the reports name; list the others after it, e.g. "
+                "--set 'evaluation.baselines=[BM25, WMD]'"
+            )
+        return baselines
+
 
 class KnnConfig(_Section):
     """kNN-augmented scoring (seed 003, `features.neighbours`)."""

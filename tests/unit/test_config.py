@@ -2,6 +2,7 @@ import argparse
 from pathlib import Path
 
 import pytest
+import yaml
 
 from jobrec_core.config import ConfigError, load_config
 from jobrec_core.runtime import add_common_arguments, config_from_args
@@ -227,10 +228,15 @@ def test_field_histograms_are_drmm_only():
         load_config("local", ["model.versions.v6.field_histograms=true"], CONF)
 
 
-def test_an_unknown_preset_is_refused_at_start_up():
+def refusal(*overrides: str) -> str:
+    """The message of the configuration error these overrides raise."""
     with pytest.raises(ConfigError) as error:
-        load_config("local", ["data.preset=nonsense"], CONF)
-    message = str(error.value)
+        load_config("local", list(overrides), CONF)
+    return str(error.value)
+
+
+def test_an_unknown_preset_is_refused_at_start_up():
+    message = refusal("data.preset=nonsense")
     assert "data.preset: unknown preset (known: demo, seed, tiny)" in message
     assert "'nonsense'" in message and "[in --set data.preset=nonsense]" in message
 
@@ -242,9 +248,7 @@ def test_what_the_loader_sets_itself_is_refused_in_set(key, hint):
 
 
 def test_a_model_version_only_set_names_is_refused_with_the_defined_ones():
-    with pytest.raises(ConfigError) as error:
-        load_config("local", ["model.versions.v5x.bm25_mix=true"], CONF)
-    message = str(error.value)
+    message = refusal("model.versions.v5x.bm25_mix=true")
     assert "model.versions.v5x: not a version of the configuration files (v1, v10," in message
     assert "[in --set model.versions.v5x.bm25_mix=true]" in message and "conf/" in message
     changed = load_config("local", ["model.versions.v1.bm25_mix=true"], CONF)
@@ -278,3 +282,14 @@ def test_keys_under_a_mapping_of_settings_keep_their_dots():
     # A mapping of sections still nests: a version's own keys.
     keep = load_config("local", ["model.versions.v4.phase2_keep.bm25=0.5"], CONF)
     assert keep.model.versions["v4"].phase2_keep == {"bm25": 0.5}
+
+
+def test_the_baselines_must_start_with_bm25_the_reference_the_reports_name():
+    for conf in sorted(CONF.glob("*.yaml")):  # every committed file that sets them complies
+        baselines = (yaml.safe_load(conf.read_text()).get("evaluation") or {}).get("baselines")
+        assert baselines is None or baselines[0] == "BM25", conf.name
+    with pytest.raises(ConfigError) as error:
+        load_config("local", ["evaluation.baselines=[WMD, BM25]"], CONF)
+    message = str(error.value)
+    assert "evaluation.baselines: the first baseline must be BM25" in message
+    assert "--set 'evaluation.baselines=[BM25, WMD]'" in message

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.evaluation.protocols import BM25, ranked_by
@@ -24,6 +24,7 @@ from jobrec_core.ranking.statistics import (
 )
 
 PAPER_PRECISION = {BM25: 0.84, "DRMM v1": 0.82}  # P@10 judged by hand, 100 candidates
+GRADES = {"primary": 2, "related": 1}  # the occupations' relevance (`data.generate`)
 
 
 @dataclass(frozen=True)
@@ -176,26 +177,36 @@ def ceiling(ranked: Ranked, k: int, resamples: int, seed: int) -> Interval:
 
 
 def relevant_totals(queries: DataFrame, jobs: DataFrame, truth: DataFrame) -> DataFrame:
-    """Queries (`candidate_id, own_job_ids`) -> `candidate_id, relevant`: how many jobs of
-    the whole collection are relevant to the candidate (label above 0), their own jobs left
-    out: the denominator of a pool's recall."""
+    """Queries (`candidate_id, own_job_ids`) -> `candidate_id, primary, related`: how many jobs
+    of the whole collection are of the candidate's primary occupation (label 2) and of the
+    related one (label 1), their own jobs left out. Their sum is the denominator of a pool's
+    recall; by grade they give the best DCG any pool could reach (`ideal_dcg_at_k`), which
+    pools that differ are judged against."""
     interests = truth.select(
         "candidate_id", F.explode("occupation_relevance").alias("occupation_code", "relevance")
     ).where(F.col("relevance") > 0)
     occupations = jobs.where(F.col("occupation_code").isNotNull()).select(
         "job_id", "occupation_code"
     )
-    in_collection = (
-        interests.join(occupations.groupBy("occupation_code").count(), "occupation_code")
-        .groupBy("candidate_id")
-        .agg(F.sum("count").alias("total"))
+
+    def by_grade(counted: DataFrame, prefix: str) -> DataFrame:
+        """`candidate_id, <prefix>_primary, <prefix>_related` from rows with a `count`."""
+        return counted.groupBy("candidate_id").agg(
+            *(
+                F.sum(F.when(F.col("relevance") == grade, F.col("count"))).alias(f"{prefix}_{name}")
+                for name, grade in GRADES.items()
+            )
+        )
+
+    in_collection = by_grade(
+        interests.join(occupations.groupBy("occupation_code").count(), "occupation_code"), "total"
     )
-    own_relevant = (
+    own_relevant = by_grade(
         queries.select("candidate_id", F.explode(F.array_distinct("own_job_ids")).alias("job_id"))
         .join(occupations, "job_id")
         .join(interests, ["candidate_id", "occupation_code"])
-        .groupBy("candidate_id")
-        .agg(F.count("*").alias("own"))
+        .withColumn("count", F.lit(1)),
+        "own",
     )
     return (
         queries.select("candidate_id")
@@ -203,6 +214,11 @@ def relevant_totals(queries: DataFrame, jobs: DataFrame, truth: DataFrame) -> Da
         .join(own_relevant, "candidate_id", "left")
         .select(
             "candidate_id",
-            (F.coalesce("total", F.lit(0)) - F.coalesce("own", F.lit(0))).alias("relevant"),
+            *((_count(f"total_{name}") - _count(f"own_{name}")).alias(name) for name in GRADES),
         )
     )
+
+
+def _count(column: str) -> Column:
+    """A count a left join left null where there was nothing to count: 0."""
+    return F.coalesce(column, F.lit(0))

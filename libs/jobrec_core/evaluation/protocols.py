@@ -68,7 +68,10 @@ def triple_documents(triples: DataFrame) -> DataFrame:
 
 
 def triple_accuracy(scored: pd.DataFrame, column: str) -> float:
-    """Accuracy from the two scored rows of each triple (`candidate_id`, `label`)."""
+    """Accuracy from the two scored rows of each triple (`candidate_id`, `label`); NaN
+    without triples."""
+    if scored.empty:
+        return float("nan")
     pivot = scored.pivot_table(index="candidate_id", columns="label", values=column)
     return pairwise_accuracy(pivot[1].to_numpy(), pivot[0].to_numpy())
 
@@ -98,12 +101,14 @@ def paper_protocol(
 ) -> tuple[list[ProtocolRow], dict[str, int]]:
     """The paper's table from the scored test triples (`candidate_id, label`, a score column
     per re-ranker) and MAP test sets (`candidate_id, job_id, label, bm25_rank`, the same
-    score columns); `rerankers` names the score columns (`ranking.scorers.score_column`)."""
+    score columns); `rerankers` names the score columns (`ranking.scorers.score_column`).
+    Without triples or MAP sets, their figures are NaN, as the other experiments' are."""
     reference = _ranked(
         on_map, bm25_map_order(on_map["label"].to_numpy(), on_map["bm25_rank"].to_numpy())
     )
     reference_top = top_k(reference, k)
-    rows = [ProtocolRow(BM25, None, float(average_precision_at_k(reference, k).mean()), 0.0)]
+    itself = 0.0 if reference.queries else float("nan")  # BM25's diversity from its own top k
+    rows = [ProtocolRow(BM25, None, _map(reference, k), itself)]
     for name in rerankers:
         column = score_column_of(name)
         ranked = ranked_by(on_map, column)
@@ -111,8 +116,13 @@ def paper_protocol(
             ProtocolRow(
                 name,
                 triple_accuracy(on_triples, column),
-                float(average_precision_at_k(ranked, k).mean()),
+                _map(ranked, k),
                 diversity(top_k(ranked, k), reference_top, k),
             )
         )
     return rows, {"triples": on_triples["candidate_id"].nunique(), "map": reference.queries}
+
+
+def _map(ranked: Ranked, k: int) -> float:
+    """MAP@k over the ranked queries; NaN without any (no mean of nothing, no warning)."""
+    return float(average_precision_at_k(ranked, k).mean()) if ranked.queries else float("nan")

@@ -109,10 +109,10 @@ class EvaluationReport:
                 f"{versus}{pool.held_out_found:>16.3f}"
             )
         lines += [
-            f"  Pipelines: ground truth (P@{k}, nDCG@{k}) and held-out interest (MRR, the "
+            f"  Pipelines: ground truth (P@{k}, nDCG@{k}*) and held-out interest (MRR, the "
             "geometric-mean rank and the log-rank score), each paired per candidate against "
             f"{compared.reference} (Holm-corrected)",
-            f"  {'pipeline':<24}{f'P@{k}':>7}{'95% CI':>16}{f'nDCG@{k}':>9}"
+            f"  {'pipeline':<24}{f'P@{k}':>7}{'95% CI':>16}{f'nDCG@{k}*':>9}"
             f"{f'P@{k} diff':>11}{'95% CI':>18}{'p':>8}{'MRR':>7}{'GM rank':>9}"
             f"{'log-rank diff':>15}{'95% CI':>18}{'p':>8}",
         ]
@@ -127,6 +127,10 @@ class EvaluationReport:
                 line += f"{row.held_out_mrr.mean:>7.3f}{gm_rank:>9.2f}"
                 line += _difference(row.held_out_versus, row.held_out_p_holm, 15, 8)
             lines.append(line.rstrip())
+        lines.append(
+            f"  *: nDCG@{k}'s ideal is the candidate's relevant jobs in the whole collection, "
+            "not in the pool (as in 3): pools that differ are judged on one scale"
+        )
         selected = compared.selected
         if selected is not None:
             lines.append(f"  selected by the held-out log rank: {selected.name}")
@@ -161,7 +165,10 @@ class EvaluationReport:
                 f"  {gt.ranker:<10}{precision:>18}{precision_ci:>16}"
                 f"{gt.ndcg:>10.3f}{ndcg_ci:>16}{gt.diversity:>11.2f}"
             )
-        lines.append("  (the paper's P@10 was judged by hand on 100 candidates)")
+        lines.append(
+            "  (the paper's P@10 was judged by hand on 100 candidates; nDCG's ideal is the best "
+            "order of the pool itself, the same for every ranker)"
+        )
         if self.ceiling is not None:
             lines.append(
                 f"  ceiling: the best order of the same pools reaches P@{k} "

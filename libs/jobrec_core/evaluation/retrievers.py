@@ -7,7 +7,8 @@ champion. Two questions, each a paired comparison per candidate:
 * **Does the pool hold more of what the candidate wants?** Recall of the ground-truth-relevant
   jobs (all of the collection's, minus the candidate's own) in the pool, against BM25's.
 * **Does the whole pipeline recommend better?** P@k of every pipeline against the champion on
-  BM25's pool, the best re-ranking of BM25's pool that selection produced.
+  BM25's pool, the best re-ranking of BM25's pool that selection produced; nDCG@k beside it,
+  its ideal the candidate's relevant jobs in the whole collection, one scale for every pool.
 * **Would selection choose it?** The held-out interest (`evaluation.held_out`: a candidate's
   highest-scored job held out, the query from the others) of every pipeline, the log-rank
   score over its pool (MRR beside it), against the same reference: the metric that exists on
@@ -21,7 +22,7 @@ throw that pairing away.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -34,6 +35,7 @@ from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
     Ranked,
     first_relevant_rank,
+    ideal_dcg_at_k,
     log_rank_score,
     log_rank_scores_of,
     ndcg_at_k,
@@ -55,7 +57,8 @@ BM25_RETRIEVER: Final = "bm25"
 @dataclass(frozen=True)
 class PipelineRow:
     """One retriever's pool, in its own order or re-ranked (`reranker`), with P@k and
-    nDCG@k, and its paired P@k difference with the reference pipeline."""
+    nDCG@k (over the collection's ideal), and its paired P@k difference with the reference
+    pipeline."""
 
     retriever: str
     reranker: str | None
@@ -97,8 +100,13 @@ class RetrieverComparison:
 
     @property
     def selected(self) -> PipelineRow | None:
-        """The pipeline with the best held-out log-rank score: what selection would choose."""
-        measured = [(p.held_out_log_rank.mean, p) for p in self.pipelines if p.held_out_log_rank]
+        """The pipeline with the best held-out log-rank score: what selection would choose;
+        none without a measured one (no held-out queries: NaN)."""
+        measured = [
+            (p.held_out_log_rank.mean, p)
+            for p in self.pipelines
+            if p.held_out_log_rank and not np.isnan(p.held_out_log_rank.mean)
+        ]
         return max(measured, key=lambda m: m[0])[1] if measured else None
 
 
@@ -131,7 +139,7 @@ def judged_pool(scored: pd.DataFrame, rankers: list[str], candidates: np.ndarray
 def compare_retrievers(
     pools: dict[str, JudgedPool],
     rerankers: Sequence[str],
-    relevant_total: np.ndarray,
+    relevant: Mapping[int, np.ndarray],
     k: int,
     resamples: int,
     seed: int,
@@ -139,14 +147,17 @@ def compare_retrievers(
     pool_size: int = 100,
 ) -> RetrieverComparison:
     """Every retriever's pool (`pools[name]`, the same candidates in the same order, BM25's
-    among them) and `relevant_total` (each candidate's relevant jobs in the collection) ->
-    the pool table (recall against BM25's) and the pipeline table (each pool in its own
-    order and re-ranked by each of `rerankers`, against the first on BM25's pool); with
-    `held_out`
-    (the same retrievers' pools of held-out-interest queries, the held-out job labelled), each
-    pipeline's held-out log-rank score and MRR over `pool_size` too."""
+    among them) and `relevant` (each candidate's relevant jobs in the collection, by label:
+    `ground_truth.relevant_totals`) -> the pool table (recall against BM25's) and the
+    pipeline table (each pool in its own order and re-ranked by each of `rerankers`, against
+    the first on BM25's pool); with `held_out` (the same retrievers' pools of
+    held-out-interest queries, the held-out job labelled), each pipeline's held-out log-rank
+    score and MRR over `pool_size` too. nDCG@k is over the collection's ideal, not the
+    pool's: a pool that misses relevant jobs must not score higher for it."""
     if BM25_RETRIEVER not in pools:
         raise ValueError("the retriever comparison needs BM25's pool, its reference")
+    relevant_total = np.sum(list(relevant.values()), axis=0, dtype=np.float64)
+    ideal = ideal_dcg_at_k(relevant, k)
     order = [BM25_RETRIEVER, *(name for name in pools if name != BM25_RETRIEVER)]
     known = relevant_total > 0  # recall is undefined for a candidate with nothing relevant
     recall = {name: pools[name].relevant_in_pool[known] / relevant_total[known] for name in order}
@@ -182,7 +193,7 @@ def compare_retrievers(
         replace(
             p,
             precision=bootstrap_mean(precision[p.name], resamples, seed),
-            ndcg=bootstrap_mean(ndcg_at_k(ranked[p.name], k), resamples, seed),
+            ndcg=bootstrap_mean(ndcg_at_k(ranked[p.name], k, ideal), resamples, seed),
             versus_reference=compared.get(p.name, (None, 0.0))[0],
             p_holm=compared.get(p.name, (None, float("nan")))[1],
         )
@@ -227,11 +238,16 @@ def with_held_out(
         for p in comparison.pipelines
     ]
     pools = [
-        replace(pool, held_out_found=float(np.mean(held_out[pool.retriever].relevant_in_pool > 0)))
+        replace(pool, held_out_found=_share(held_out[pool.retriever].relevant_in_pool > 0))
         for pool in comparison.pools
     ]
     candidates = len(next(iter(held_out.values())).relevant_in_pool)
     return replace(comparison, pipelines=pipelines, pools=pools, held_out_candidates=candidates)
+
+
+def _share(found: np.ndarray) -> float:
+    """The share of true values; NaN without any candidate (no mean of nothing)."""
+    return float(found.mean()) if len(found) else float("nan")
 
 
 _NAN = Interval(float("nan"), float("nan"), float("nan"))

@@ -44,6 +44,7 @@ from pyspark.sql import functions as F
 from jobrec_core.config import JobrecConfig
 from jobrec_core.evaluation.curve import CurvePoint, CurveTraining, curve_sizes
 from jobrec_core.evaluation.ground_truth import (
+    GRADES,
     GroundTruth,
     GroundTruthRow,
     ground_truth,
@@ -486,7 +487,7 @@ def run_retrievers(
     compared = compare_retrievers(
         judged,
         rerankers,
-        totals["relevant"].to_numpy(dtype=np.float64),
+        {grade: totals[name].to_numpy(dtype=np.int64) for name, grade in GRADES.items()},
         settings.k,
         settings.bootstrap_resamples,
         config.run.seed,

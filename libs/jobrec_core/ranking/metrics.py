@@ -17,6 +17,7 @@ it reports, so its R can only have been the relevant documents that fit in the t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,9 +48,11 @@ class Ranked:
 def rank_within_queries(
     query: np.ndarray, score: np.ndarray, label: np.ndarray, document: np.ndarray
 ) -> Ranked:
+    """The rows sorted (see the module); no rows, no queries: every metric then gives an empty
+    array per query, which the statistics turn into NaN."""
     order = np.lexsort((np.asarray(document), -np.asarray(score, dtype=np.float64), query))
     sorted_query = np.asarray(query)[order]
-    starts = np.flatnonzero(np.r_[True, sorted_query[1:] != sorted_query[:-1]])
+    starts = np.flatnonzero(np.r_[len(order) > 0, sorted_query[1:] != sorted_query[:-1]])
     sizes = np.diff(np.r_[starts, len(order)])
     rank = np.arange(len(order)) - np.repeat(starts, sizes)
     return Ranked(sorted_query, np.asarray(document)[order], np.asarray(label)[order], rank, starts)
@@ -75,15 +78,31 @@ def precision_at_k(ranked: Ranked, k: int) -> np.ndarray:
     return np.add.reduceat(hits, ranked.starts) / k
 
 
-def ndcg_at_k(ranked: Ranked, k: int) -> np.ndarray:
+def ndcg_at_k(ranked: Ranked, k: int, ideal: np.ndarray | None = None) -> np.ndarray:
     """nDCG@k per query with linear gains (the label) and discount log2(rank + 2), rank from
-    0; the ideal ranking sorts the query's own labels."""
+    0. The ideal DCG is by default the query's own labels sorted: the best order of the pool,
+    which compares rankers of the same pool. Pools that differ need one `ideal` per query
+    from outside them (:func:`ideal_dcg_at_k` of the whole collection; in the order of
+    `ranked`'s queries, sorted by id): within its own pool, a pool that misses the best
+    documents would have a smaller ideal and score higher."""
     gains = ranked.label.astype(np.float64)
     discount = np.where(ranked.rank < k, 1.0 / np.log2(ranked.rank + 2.0), 0.0)
     dcg = np.add.reduceat(gains * discount, ranked.starts)
-    order = np.lexsort((-gains, ranked.query))  # the ideal order within each query
-    ideal = np.add.reduceat(gains[order] * discount, ranked.starts)
+    if ideal is None:
+        order = np.lexsort((-gains, ranked.query))  # the ideal order within each query
+        ideal = np.add.reduceat(gains[order] * discount, ranked.starts)
     return np.divide(dcg, ideal, out=np.zeros_like(dcg), where=ideal > 0)
+
+
+def ideal_dcg_at_k(documents_by_gain: Mapping[int, np.ndarray], k: int) -> np.ndarray:
+    """The best DCG@k of each query over a whole collection, from how many documents of each
+    gain (the label) it holds for the query: the highest gains fill the top k first."""
+    gains = sorted(documents_by_gain, reverse=True)
+    counts = np.column_stack([np.asarray(documents_by_gain[g], dtype=np.int64) for g in gains])
+    ends = np.minimum(np.cumsum(counts, axis=1), k)  # each gain's documents fill ranks up to here
+    begins = np.c_[np.zeros(len(ends), dtype=np.int64), ends[:, :-1]]
+    discounts = np.r_[0.0, np.cumsum(1.0 / np.log2(np.arange(k) + 2.0))]  # of the first n ranks
+    return np.asarray((discounts[ends] - discounts[begins]) @ np.asarray(gains, dtype=np.float64))
 
 
 def first_relevant_rank(ranked: Ranked, k: int) -> np.ndarray:

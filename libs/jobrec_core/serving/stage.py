@@ -116,6 +116,21 @@ def run_recommend(
     spark: SparkSession, config: JobrecConfig, candidate_ids: list[int] | None = None
 ) -> RecommendReport:
     """Every cleaned candidate's top k (or only `candidate_ids`'s) into `gold/recommendations`."""
+    if candidate_ids is not None and not candidate_ids:
+        # No one asked for (`--candidates ""`): nothing to search or write, and no model to
+        # load; replacing the rows of no ids would be `candidate_id IN ()`, which is no SQL.
+        return RecommendReport(
+            candidates=0,
+            unknown_ids=[],
+            empty_query=0,
+            search_failed=0,
+            recommended=0,
+            rows=0,
+            model="-",
+            index="-",
+            table=table_path(config, "gold", "recommendations"),
+            retriever=config.retrieval.retriever,
+        )
     ranker = served_ranker(spark, config)
     candidates = read_delta(spark, table_path(config, "silver", "candidates"))
     unknown: list[int] = []

@@ -14,11 +14,12 @@ from jobrec_core.evaluation.protocols import (
     PAPER_PROTOCOL,
     ProtocolRow,
     bm25_map_order,
+    paper_protocol,
     triple_accuracy,
 )
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.ranking.metrics import average_precision_at_k, rank_within_queries
-from jobrec_core.ranking.scorers import Bm25Scorer, WmdScorer, score_column
+from jobrec_core.ranking.scorers import Bm25Scorer, WmdScorer, score_column, score_column_of
 from jobrec_core.ranking.statistics import PairedDifference
 from jobrec_core.results import (
     markdown,
@@ -55,6 +56,22 @@ def test_triple_accuracy_pairs_the_two_rows_of_each_triple():
         }
     )
     assert triple_accuracy(scored, "score_x") == pytest.approx(1 / 3)
+
+
+def test_the_papers_protocol_without_triples_or_map_sets_gives_nan_rows():
+    column = score_column_of("DRMM v1")
+    no_triples = pd.DataFrame({"candidate_id": [], "label": [], column: []})
+    no_map = pd.DataFrame(
+        {"candidate_id": [], "job_id": [], "label": [], "bm25_rank": [], column: []}
+    )
+    assert np.isnan(triple_accuracy(no_triples, column))
+    rows, queries = paper_protocol(no_triples, no_map, ["DRMM v1"], 10)
+    assert queries == {"triples": 0, "map": 0}
+    assert [row.ranker for row in rows] == ["BM25", "DRMM v1"]
+    assert rows[0].accuracy is None
+    for row in rows:
+        assert np.isnan(row.map) and np.isnan(row.diversity)
+    assert rows[1].accuracy is not None and np.isnan(rows[1].accuracy)
 
 
 def report() -> EvaluationReport:

@@ -18,6 +18,7 @@ from jobrec_core.evaluation.retrievers import (
     with_knn,
 )
 from jobrec_core.features.neighbours import InterestMemory, ivf_index
+from jobrec_core.ranking.metrics import ndcg_at_k
 from jobrec_core.ranking.scorers import RETRIEVAL_ORDER, score_column_of
 from jobrec_core.results import metrics
 
@@ -58,7 +59,7 @@ def test_recall_pipelines_and_the_held_out_choice():
         "hybrid": judged_pool(held_hybrid, [RETRIEVAL_ORDER, CHAMPION], candidates),
     }
     compared = compare_retrievers(
-        judged, [CHAMPION], np.array([4.0, 2.0]), 1, 200, 0, held_out, pool_size=100
+        judged, [CHAMPION], {1: np.array([4, 2])}, 1, 200, 0, held_out, pool_size=100
     )
     recall = {p.retriever: p.recall.mean for p in compared.pools}
     assert recall == {"bm25": (1 / 4 + 0 / 2) / 2, "hybrid": (2 / 4 + 1 / 2) / 2}
@@ -89,6 +90,45 @@ def test_a_candidate_whose_pool_came_back_empty_still_counts():
     judged = judged_pool(pool([(1, 10, 1, 1, 1)]), [RETRIEVAL_ORDER, CHAMPION], candidates)
     assert judged.relevant_in_pool.tolist() == [1.0, 0.0]
     assert judged.ranked[CHAMPION].queries == 2
+
+
+def test_a_pool_that_misses_the_relevant_jobs_scores_a_lower_ndcg_not_a_higher_one():
+    """The collection holds ten primary-occupation jobs (2) and one related (1) for the
+    candidate: BM25's pool holds the ten, the dense pool only the related one, first. Within
+    its own pool the dense one would reach nDCG 1.0 as BM25's does; over the collection's
+    ideal it scores far lower."""
+    candidates = np.array([1])
+    bm25 = pool([(1, job, 2, 20 - job, 0) for job in range(10)])
+    dense = pool([(1, 50, 1, 1, 1), (1, 51, 0, 0, 0)])
+    judged = {
+        "bm25": judged_pool(bm25, [RETRIEVAL_ORDER, CHAMPION], candidates),
+        "dense": judged_pool(dense, [RETRIEVAL_ORDER, CHAMPION], candidates),
+    }
+    assert ndcg_at_k(judged["dense"].ranked[RETRIEVAL_ORDER], 10).tolist() == [1.0]
+    relevant = {2: np.array([10]), 1: np.array([1])}
+    compared = compare_retrievers(judged, [CHAMPION], relevant, 10, 100, 0)
+    ndcg = {p.name: p.ndcg.mean for p in compared.pipelines}
+    assert ndcg["bm25"] == pytest.approx(1.0)
+    ideal = 2 * np.sum(1 / np.log2(np.arange(10) + 2))
+    assert ndcg["dense"] == pytest.approx(1 / ideal) and ndcg["dense"] < ndcg["bm25"]
+    assert compared.pools[1].recall.mean == pytest.approx(1 / 11)
+
+
+def test_no_candidates_give_nan_rows_not_an_error():
+    none = np.array([], dtype=np.int64)
+    empty = pool([])
+    judged = {
+        name: judged_pool(empty, [RETRIEVAL_ORDER, CHAMPION], none) for name in ("bm25", "dense")
+    }
+    compared = compare_retrievers(judged, [CHAMPION], {2: none, 1: none}, 10, 100, 0, judged)
+    assert compared.candidates == 0 and compared.held_out_candidates == 0
+    assert all(np.isnan(p.recall.mean) and np.isnan(p.held_out_found) for p in compared.pools)
+    assert all(np.isnan(p.precision.mean) and np.isnan(p.ndcg.mean) for p in compared.pipelines)
+    assert compared.selected is None  # nothing measured, nothing to select
+    assert (
+        "5. Retrievers: 0 ground-truth candidates"
+        in EvaluationReport(10, {}, retrievers=compared).format()
+    )
 
 
 def test_knn_is_chosen_in_the_seeds_order_and_mixed_only_on_a_real_gain():
@@ -137,7 +177,7 @@ def test_the_comparison_prints_and_logs_under_names_mlflow_accepts():
     rankers = [RETRIEVAL_ORDER, CHAMPION, KNN_RANKER, mix_name(CHAMPION)]
     judged = {"bm25": judged_pool(frame, rankers, candidates)}
     compared = compare_retrievers(
-        judged, [CHAMPION, KNN_RANKER, mix_name(CHAMPION)], np.array([1.0]), 1, 100, 0
+        judged, [CHAMPION, KNN_RANKER, mix_name(CHAMPION)], {1: np.array([1])}, 1, 100, 0
     )
     report = EvaluationReport(1, {}, retrievers=compared)
     assert "bm25 >> DRMM v5 + kNN" in report.format()

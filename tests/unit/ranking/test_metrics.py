@@ -11,6 +11,7 @@ from jobrec_core.ranking.metrics import (
     diversity,
     first_relevant_rank,
     geometric_mean_rank,
+    ideal_dcg_at_k,
     log_rank_score,
     ndcg_at_k,
     precision_at_k,
@@ -62,6 +63,55 @@ def test_precision_ndcg_and_ap_equal_trec_eval(seed):
     np.testing.assert_allclose(average_precision_at_k(ranked, K), expected_ap, atol=1e-9)
     expected_rr = [reference[q]["recip_rank"] for q in names]  # whole pool: no cut
     np.testing.assert_allclose(reciprocal_rank(ranked, len(query)), expected_rr, atol=1e-9)
+
+
+def test_ndcg_over_a_collections_ideal_equals_trec_eval_judging_more_than_the_run():
+    """trec_eval's ideal is every judged document, ranked or not: with a run that holds only
+    part of them, it is the collection's ideal DCG (`ideal_dcg_at_k`)."""
+    query, document, score, label = random_runs(4)
+    kept = document % 100 < 60  # the run: 60 of each query's 100 documents
+    assert (np.bincount(query[~kept], weights=label[~kept] > 0) > 0).any()  # some left out
+    qrels: dict[str, dict[str, int]] = {}
+    for q, d, rel in zip(query, document, label, strict=True):  # all 100 judged
+        qrels.setdefault(str(q), {})[str(d)] = int(rel)
+    run: dict[str, dict[str, float]] = {}
+    for q, d, s in zip(query[kept], document[kept], score[kept], strict=True):
+        run.setdefault(str(q), {})[str(d)] = float(s)
+    reference = pytrec_eval.RelevanceEvaluator(qrels, {f"ndcg_cut.{K}"}).evaluate(run)
+    counts = {
+        gain: np.bincount(query, weights=label == gain, minlength=40).astype(np.int64)
+        for gain in (1, 2)
+    }
+    ranked = rank_within_queries(query[kept], score[kept], label[kept], document[kept])
+    expected = [reference[str(q)][f"ndcg_cut_{K}"] for q in range(40)]
+    np.testing.assert_allclose(ndcg_at_k(ranked, K, ideal_dcg_at_k(counts, K)), expected, atol=1e-9)
+
+
+def test_a_pool_missing_the_best_documents_scores_lower_over_the_collections_ideal():
+    # One query, three grade-2 and two grade-1 documents in the collection; k = 4.
+    ideal = ideal_dcg_at_k({2: np.array([3]), 1: np.array([2])}, 4)
+    np.testing.assert_allclose(ideal, [2 * (1 + 1 / np.log2(3) + 0.5) + 1 / np.log2(5)])
+    assert ideal_dcg_at_k({2: np.array([0]), 1: np.array([0])}, 4).tolist() == [0.0]
+    ranked = rank_within_queries(np.zeros(1), np.ones(1), np.array([1]), np.arange(1))
+    assert ndcg_at_k(ranked, 4).tolist() == [1.0]  # within the pool: its own ideal
+    assert ndcg_at_k(ranked, 4, ideal)[0] == pytest.approx(1 / ideal[0])
+
+
+def test_no_rows_are_no_queries_and_every_metric_an_empty_array():
+    none = np.array([], dtype=np.int64)
+    ranked = rank_within_queries(none, none.astype(np.float64), none, none)
+    assert ranked.queries == 0
+    for metric in (
+        average_precision_at_k,
+        precision_at_k,
+        ndcg_at_k,
+        first_relevant_rank,
+        reciprocal_rank,
+        log_rank_score,
+    ):
+        assert metric(ranked, K).shape == (0,), metric.__name__
+    assert top_k(ranked, K) == []
+    assert ideal_dcg_at_k({2: none, 1: none}, K).shape == (0,)
 
 
 def test_the_log_rank_counts_every_halving_alike_and_a_miss_just_past_the_cut():
