@@ -223,11 +223,13 @@ def _index(config: JobrecConfig, action: str, to: str | None) -> int:
 def _recommend(config: JobrecConfig, candidate: int, refresh: bool) -> int:
     """Print the candidate's recommendations, computing them first when the table has none
     (with the local Elasticsearch node, started for the purpose if it is not running)."""
+    from jobrec_core.pipeline import forget_step
     from jobrec_core.platform.spark import get_spark
     from jobrec_core.serving.stage import recommendations_of, run_recommend, show_candidate
 
     spark = get_spark(config)
     if refresh or recommendations_of(spark, config, candidate).empty:
+        forget_step(config, "recommend")  # its rows are rewritten outside `jobrec run`
         with _local_node(config):
             print(run_recommend(spark, config, [candidate]).format(), file=sys.stderr)
     print(show_candidate(spark, config, candidate))

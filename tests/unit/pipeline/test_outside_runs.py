@@ -149,3 +149,17 @@ def test_the_demo_forgets_every_step_before_it_runs_them(monkeypatch, config):
 class _Formats:
     def format(self) -> str:
         return ""
+
+
+def test_recommending_one_candidate_again_forgets_the_runs_recommend_step(monkeypatch, config):
+    from jobrec_core.platform import spark
+    from jobrec_core.serving import stage as serving
+
+    path = state_file(config)
+    save_state(path, state_of(RECORDED))
+    monkeypatch.setattr(cli, "_local_node", lambda config: nullcontext())
+    monkeypatch.setattr(spark, "get_spark", lambda config: None)
+    monkeypatch.setattr(serving, "run_recommend", lambda spark, config, ids: _Formats())
+    monkeypatch.setattr(serving, "show_candidate", lambda spark, config, candidate: "")
+    assert cli._recommend(config, 17, refresh=True) == 0
+    assert names(load_state(path, "recorded")) == RECORDED[:-1]
