@@ -270,10 +270,15 @@ def test_a_version_whose_replicas_cannot_be_assigned_serves_with_a_warning(
     documents = spark.createDataFrame(HAND_WRITTEN_JOBS[:2], SCHEMA)
     with caplog.at_level(logging.WARNING, logger="jobrec_core.indexing.stage"):
         result = build(spark, config, documents)
-    assert result.indexed == 2
-    assert client.cluster.health(index=result.index)["status"] == "yellow"
-    assert f"{result.index} is yellow: replicas are not all allocated yet" in caplog.text
-    assert list(client.indices.get_alias(name="yellowjobs")) == [result.index]
+    try:
+        assert result.indexed == 2
+        assert client.cluster.health(index=result.index)["status"] == "yellow"
+        assert f"{result.index} is yellow: replicas are not all allocated yet" in caplog.text
+        assert list(client.indices.get_alias(name="yellowjobs")) == [result.index]
+    finally:
+        # the session's node is shared: a yellow index would turn the whole cluster yellow
+        # for every later test
+        client.indices.delete(index=result.index)
 
 
 def test_a_failure_to_prune_after_the_swap_is_a_warning(spark, config, client, caplog):
