@@ -208,12 +208,8 @@ def state_file(config: JobrecConfig) -> Path:
 def load_state(path: Path, config_fingerprint: str) -> PipelineState:
     """The recorded state, or an empty one when there is none or it belongs to another
     configuration (said in the log, so a rerun that starts over is never a surprise)."""
-    if not path.is_file():
-        return PipelineState(config_fingerprint)
-    try:
-        state = PipelineState.from_json(path.read_text(encoding="utf-8"))
-    except (ValueError, KeyError, TypeError) as error:
-        log.warning("%s is unreadable (%s): every step runs", path, error)
+    state = _recorded(path)
+    if state is None:
         return PipelineState(config_fingerprint)
     if state.fingerprint != config_fingerprint:
         log.warning(
@@ -224,6 +220,18 @@ def load_state(path: Path, config_fingerprint: str) -> PipelineState:
         )
         return PipelineState(config_fingerprint)
     return state
+
+
+def _recorded(path: Path) -> PipelineState | None:
+    """The state recorded in `path`; None when there is none, or when it is unreadable (said
+    in the log: every step runs)."""
+    if not path.is_file():
+        return None
+    try:
+        return PipelineState.from_json(path.read_text(encoding="utf-8"))
+    except (ValueError, KeyError, TypeError) as error:
+        log.warning("%s is unreadable (%s): every step runs", path, error)
+        return None
 
 
 def save_state(path: Path, state: PipelineState) -> None:
@@ -249,11 +257,8 @@ def forget_step(config: JobrecConfig, name: str) -> None:
     state keeps its own fingerprint (a run under it must still skip the earlier steps); none,
     or one `load_state` would discard anyway, is left alone."""
     path = state_file(config)
-    if not path.is_file():
-        return
-    try:
-        state = PipelineState.from_json(path.read_text(encoding="utf-8"))
-    except (ValueError, KeyError, TypeError):
+    state = _recorded(path)
+    if state is None:
         return
     kept = forget_from(state, name)
     if len(kept.completed) < len(state.completed):
@@ -394,10 +399,9 @@ def run_steps(
         if state is not None:
             # Recorded under other arguments, it runs again, and so does every later step (on
             # its new outputs): their records go first, saved before the step rewrites them.
-            later = {s.name for s in steps[number - 1 :]}
-            kept = [r for r in state.completed if r.name not in later]
-            if len(kept) < len(state.completed):
-                state.completed = kept
+            restarted = restart_from(state, [s.name for s in steps], step.name)
+            if len(restarted.completed) < len(state.completed):
+                state.completed = restarted.completed
                 if path is not None:
                     save_state(path, state)
         log.info("step %d/%d %s: starting", number, len(steps), step.name)

@@ -6,7 +6,8 @@ import argparse
 import inspect
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -108,19 +109,34 @@ def entry_point(main: Callable[[], int]) -> Callable[[], None]:
     non-zero status into `SystemExit`, which fails the task, the console script and
     `spark-submit` alike; success returns normally. A configuration mistake is the user's, not
     a bug: its message and status 2, as `jobrec` gives them, without a traceback."""
-    job = Path(inspect.getfile(main)).stem  # its file's: `__main__` too when run as a script
+    job = job_name(main)
 
     def run() -> None:
-        token = _JOB.set(job)
-        try:
-            status = main()
-        except ConfigError as error:
-            print(f"{job}: {error}", file=sys.stderr)
-            raise SystemExit(2) from None
-        finally:
-            _JOB.reset(token)
+        with stage_job(job):
+            try:
+                status = main()
+            except ConfigError as error:
+                print(f"{job}: {error}", file=sys.stderr)
+                raise SystemExit(2) from None
         if status:
             raise SystemExit(status)
 
     run.__doc__ = f"Run {main.__module__} with the arguments of the command line."
     return run
+
+
+def job_name(main: Callable[[], int]) -> str:
+    """The stage job `main` belongs to: its module's file name (`build_pairs`; `__main__` too
+    when the module runs as a script)."""
+    return Path(inspect.getfile(main)).stem
+
+
+@contextmanager
+def stage_job(name: str) -> Iterator[None]:
+    """Within it, :func:`start_job` starts stage job `name`, and forgets the step of
+    `jobrec run` that the job rewrites (`pipeline.JOB_STEPS`)."""
+    token = _JOB.set(name)
+    try:
+        yield
+    finally:
+        _JOB.reset(token)

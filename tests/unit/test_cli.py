@@ -44,7 +44,6 @@ def test_the_preset_applies_without_repeating_itself_in_the_reproduce_line(monke
 )
 def test_a_job_tells_a_configuration_mistake_as_jobrec_does(monkeypatch, capsys, module, argv):
     monkeypatch.setattr(runtime, "setup_logging", lambda: None)
-    monkeypatch.setattr(module, "get_spark", lambda config: None)
     monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
     with pytest.raises(SystemExit) as failed:
         runtime.entry_point(module.main)()

@@ -61,7 +61,7 @@ from jobrec_core.platform.quarantine import (
     has_quarantined,
     write_quarantine,
 )
-from jobrec_core.platform.tables import delta_version, table_path
+from jobrec_core.platform.tables import delta_version, read_delta, table_path
 from jobrec_core.search.connection import (
     ES_FORMAT,
     connector_options,
@@ -467,7 +467,7 @@ def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
     connection = resolve_connection(config)
     client = make_client(connection)
     # The version recorded in the index's _meta, even if another run commits a newer one.
-    jobs = spark.read.format("delta").option("versionAsOf", source_version).load(silver)
+    jobs = read_delta(spark, silver, source_version)
     documents = job_documents(jobs, config.indexing.fields)
     source: dict[str, Any] = {
         "dataset": config.data.preset,

@@ -142,8 +142,8 @@ def load_champion(config: JobrecConfig) -> Champion:
             f"promote one first (jobs/train_drmm.py, jobs/promote_model.py)"
         ) from error
     embeddings = str(manifest.current(config, "embeddings")["version"])
-    trained_on = trained_embeddings(client, current)
-    if trained_on is not None and trained_on != embeddings:
+    trained_on = stale_embeddings(client, current, embeddings)
+    if trained_on is not None:
         raise NoChampionError(
             f"{settings.model_name} version {current.version} was trained with embeddings "
             f"{trained_on}, the current ones are {embeddings}: retrain and promote a model first"
@@ -161,6 +161,15 @@ def trained_embeddings(client: MlflowClient, model_version: ModelVersion) -> str
     """The embeddings version a registered model's training run was tagged with (None for a
     model logged outside a training run)."""
     return training_run_tag(client, model_version, "embeddings_version")
+
+
+def stale_embeddings(client: MlflowClient, model_version: ModelVersion, current: str) -> str | None:
+    """The embeddings a registered model was trained on, when they are not `current`: its
+    histograms and IDFs come from another vocabulary, so it can score no current pool. None
+    when they are current, or for a model logged outside a training run (no record: taken as
+    it is)."""
+    trained_on = trained_embeddings(client, model_version)
+    return None if trained_on is None or trained_on == current else trained_on
 
 
 def trained_configuration(client: MlflowClient, model_version: ModelVersion) -> str | None:

@@ -83,8 +83,11 @@ def last_note(spark: SparkSession, path: str) -> str | None:
     return None if row is None else row["userMetadata"]
 
 
-def read_delta(spark: SparkSession, path: str) -> DataFrame:
-    return spark.read.format("delta").load(path)
+def read_delta(spark: SparkSession, path: str, version: int | None = None) -> DataFrame:
+    """The Delta table at `path`: its latest version, or `version` (what a derived artifact
+    recorded it was built from)."""
+    reader = spark.read.format("delta")
+    return (reader if version is None else reader.option("versionAsOf", version)).load(path)
 
 
 def is_delta_table(spark: SparkSession, path: str) -> bool:

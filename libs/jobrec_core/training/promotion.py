@@ -40,6 +40,7 @@ from mlflow.tracking import MlflowClient
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.registry import (
     model_of,
+    stale_embeddings,
     trained_configuration,
     trained_embeddings,
     version_label,
@@ -287,11 +288,10 @@ def promote(
 
 def _stale_embeddings(client: MlflowClient, challenger: ModelVersion, current: str) -> str | None:
     """Why the challenger cannot be promoted, if it was trained on other embeddings than the
-    current ones: its histograms and IDFs come from another vocabulary, so no current pool
-    can be scored with it, and as champion it would be refused at serving (a model logged
-    outside a training run has no record of its embeddings, and is taken as it is)."""
-    trained_on = trained_embeddings(client, challenger)
-    if trained_on is None or trained_on == current:
+    current ones (`models.registry.stale_embeddings`): no current pool can be scored with it,
+    and as champion it would be refused at serving."""
+    trained_on = stale_embeddings(client, challenger, current)
+    if trained_on is None:
         return None
     return (
         f"not comparable: it was trained on embeddings {trained_on}, the current ones are "

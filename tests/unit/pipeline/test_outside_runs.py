@@ -4,7 +4,6 @@ state of the preset, the step they rewrite and every later one, and keep the ear
 from __future__ import annotations
 
 import pkgutil
-import sys
 from contextlib import nullcontext
 
 import pytest
@@ -92,27 +91,25 @@ def test_the_recorded_state_is_rewritten_with_its_own_fingerprint(config):
     assert path.read_text() == "{cut by a crash"  # left alone: `load_state` discards it
 
 
-def run_job(monkeypatch, module, argv: list[str]) -> None:
-    """The job's console script, its stage replaced by nothing."""
+def start(monkeypatch, module, argv: list[str]) -> None:
+    """The start of the stage job `module` as its console script makes it, the job named as
+    `entry_point` names it; the stage itself is not run."""
     monkeypatch.setattr(runtime, "setup_logging", lambda: None)
-    monkeypatch.setattr(module, "get_spark", lambda config: None)
-    monkeypatch.setattr(sys, "argv", [module.__name__, *argv])
-    runtime.entry_point(module.main)()
+    with runtime.stage_job(runtime.job_name(module.main)):
+        runtime.start_job(module.build_parser(), argv)
 
 
 def test_a_stage_job_forgets_its_step_and_the_later_ones(monkeypatch, config, tmp_path):
     path = state_file(config)
     save_state(path, state_of(RECORDED))
-    monkeypatch.setattr(build_pairs, "run_build_pairs", lambda spark, config: _Formats())
     # Under another configuration than the run's: the outputs are rewritten all the same.
     overrides = [f"storage.root={tmp_path}", "data.preset=tiny", "run.seed=7"]
-    run_job(monkeypatch, build_pairs, [arg for o in overrides for arg in ("--set", o)])
+    start(monkeypatch, build_pairs, [arg for o in overrides for arg in ("--set", o)])
     assert names(load_state(path, "recorded")) == RECORDED[:6]
 
-    monkeypatch.setattr(train_drmm, "run_training", lambda spark, config, fresh: _Formats())
     save_state(path, state_of(RECORDED))
-    run_job(monkeypatch, train_drmm, ["--set", overrides[0], "--set", overrides[1],
-                                      "--set", "model.version=v5"])  # fmt: skip
+    start(monkeypatch, train_drmm, ["--set", overrides[0], "--set", overrides[1],
+                                    "--set", "model.version=v5"])  # fmt: skip
     assert names(load_state(path, "recorded")) == RECORDED[:8]
 
 
