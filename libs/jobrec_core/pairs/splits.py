@@ -112,16 +112,27 @@ def assign_splits(kept: DataFrame, sizes: dict[str, int], seed: int) -> DataFram
 def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFrame:
     """Per MAP candidate, the paper's 100 documents: the top `positives` of the full query
     (label 1), then the first `negatives` results of the less informative query that are not
-    among them (label 0), each with its BM25 score and rank in its own result list."""
-    top = F.slice("full_hits", 1, positives)
+    among them (label 0), each with its BM25 score and rank in its own result list.
+
+    The candidate's other own jobs (those the queries were built from) are left out of both
+    lists first, as in the held-out sets: each matches its own words in the query and, for
+    the profile features, is compared with itself, so keeping them labelled relevant would
+    reward a model for finding what the query was made of. Ranks are counted among the
+    hits kept."""
+    full, negative = (_without_other_own_jobs(hits) for hits in ("full_hits", "negative_hits"))
+    top = F.slice(full, 1, positives)
     top_ids = F.transform(top, lambda h: h["job_id"])
     rest = F.slice(
-        F.filter("negative_hits", lambda h: ~F.array_contains(top_ids, h["job_id"])),
-        1,
-        negatives,
+        F.filter(negative, lambda h: ~F.array_contains(top_ids, h["job_id"])), 1, negatives
     )
     labelled = F.concat(_labelled(top, 1), _labelled(rest, 0))
     return selected.select(*_QUERY, F.explode(labelled).alias("d")).select(*_QUERY, "d.*")
+
+
+def _without_other_own_jobs(hits: str) -> Column:
+    """`hits` without the candidate's own jobs other than the held-out positive."""
+    others = F.filter("own_job_ids", lambda job: job != F.col("positive_job_id"))
+    return F.filter(hits, lambda h: ~F.array_contains(others, h["job_id"]))
 
 
 def held_out_documents(
@@ -138,10 +149,8 @@ def held_out_documents(
     split: Column = F.lit(None).cast("string")
     for name, sources in splits.items():
         split = F.when(F.col("split").isin(*sources), name).otherwise(split)
-    others = F.filter("own_job_ids", lambda job: job != F.col("positive_job_id"))
-    pool = F.filter("full_hits", lambda h: ~F.array_contains(others, h["job_id"]))
     documents = F.transform(
-        pool,
+        _without_other_own_jobs("full_hits"),
         lambda h, i: F.struct(
             h["job_id"].alias("job_id"),
             (h["job_id"] == F.col("positive_job_id")).cast("int").alias("label"),
@@ -186,12 +195,15 @@ def pool_sample(pools: DataFrame, negatives: int, seed: int) -> DataFrame:
     `negatives` other jobs of its pool, drawn by a seeded hash of (candidate, job): only
     these get features, not the whole pool. A pool without its held-out job makes no pair,
     so it is left out here, before any feature is computed for it."""
+    # the held-out job first (draw 0), then the other jobs in the seeded order (1, 2, ...):
+    # the held-out job never takes a negative's place
     draw = Window.partitionBy("candidate_id").orderBy(
-        F.xxhash64(F.lit(seed), F.lit("pool negative"), "candidate_id", "job_id"), "job_id"
+        F.col("label").desc(),
+        F.xxhash64(F.lit(seed), F.lit("pool negative"), "candidate_id", "job_id"),
+        "job_id",
     )
-    negative = F.row_number().over(draw)
     return (
-        pools.withColumn("draw", F.when(F.col("label") == 0, negative).otherwise(F.lit(0)))
+        pools.withColumn("draw", F.row_number().over(draw) - 1)
         .withColumn("found", F.max("label").over(Window.partitionBy("candidate_id")))
         .where((F.col("draw") <= negatives) & (F.col("found") == 1))
         .drop("draw", "found")

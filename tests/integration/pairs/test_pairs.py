@@ -10,7 +10,13 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from jobrec_core.config import load_config
-from jobrec_core.pairs.splits import assign_splits, select_triples, split_sizes
+from jobrec_core.pairs.splits import (
+    assign_splits,
+    map_documents,
+    pool_sample,
+    select_triples,
+    split_sizes,
+)
 from jobrec_core.pairs.stage import QUARANTINE_SOURCE, run_build_pairs
 from jobrec_core.platform.manifest import current
 from jobrec_core.platform.paths import local_path
@@ -253,6 +259,54 @@ def test_map_sets_hold_the_seeds_fifty_and_fifty(spark, built):
         assert row.positives == min(config.pairs.map_positives, len(row.full_hits))
         assert row.documents <= config.pairs.map_positives + config.pairs.map_negatives
     assert map_sets.groupBy("candidate_id", "job_id").count().where("count > 1").count() == 0
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    own = (
+        candidates.select("candidate_id", "positive_job_id", F.explode("sequence").alias("e"))
+        .where(F.col("e.job_id") != F.col("positive_job_id"))
+        .select("candidate_id", F.col("e.job_id").alias("job_id"))
+    )
+    assert map_sets.join(own, ["candidate_id", "job_id"]).count() == 0
+
+
+def test_map_sets_leave_out_the_other_own_jobs_and_count_ranks_among_the_rest(spark):
+    hit = "struct<job_id:bigint,score:double>"
+    selected = spark.createDataFrame(
+        [
+            (
+                1,
+                "map_dev",
+                ["a"],
+                [1.0],
+                [5, 7, 9],
+                9,
+                [(5, 9.0), (7, 8.0), (9, 7.0), (3, 6.0)],
+                [(7, 4.0), (4, 3.0), (9, 2.0), (2, 1.0)],
+            )
+        ],
+        f"candidate_id long, split string, query_terms array<string>, "
+        f"query_job_share array<float>, own_job_ids array<bigint>, positive_job_id bigint, "
+        f"full_hits array<{hit}>, negative_hits array<{hit}>",
+    )
+    rows = map_documents(selected, 2, 2).orderBy("label", "bm25_rank").collect()
+    # 5 and 7 built the queries; 9 is the held-out positive, which may be found
+    assert [(r.job_id, r.label, r.bm25_rank) for r in rows] == [
+        (4, 0, 1),
+        (2, 0, 2),
+        (9, 1, 1),
+        (3, 1, 2),
+    ]
+
+
+def test_pool_sample_draws_its_negatives_besides_the_held_out_job(spark):
+    pools = spark.createDataFrame(
+        [(c, j, int(j == 0)) for c in range(40) for j in range(6)],
+        "candidate_id long, job_id long, label int",
+    )
+    sampled = pool_sample(pools, 3, seed=11).toPandas()
+    per_pool = sampled.groupby("candidate_id")["label"].agg(["sum", "size"])
+    assert (per_pool["sum"] == 1).all() and (per_pool["size"] == 4).all()
+    without_positive = pools.where(F.col("candidate_id") != 0).where(F.col("job_id") != 0)
+    assert pool_sample(without_positive, 3, seed=11).count() == 0
 
 
 def test_splits_are_disjoint_and_deterministic(spark, built):
