@@ -72,16 +72,21 @@ def listwise_loss(
     list's spends its gradient on the negatives the model ranks highest, where a top 10 is
     decided."""
     # One slot per triple: no list outnumbers the triples, and the count never has to be
-    # read back from a GPU. Slots no triple names weigh nothing.
-    per_list = torch.zeros_like(positive)
-    sizes = per_list.index_add(0, lists, torch.ones_like(positive))
+    # read back from a GPU. Slots no triple names weigh nothing. Each list's sums are a
+    # product with a (slots, triples) membership matrix, not `index_add`: CUDA adds with
+    # atomics, in whatever order the threads arrive, so a GPU run would not repeat itself
+    # bit for bit; a matrix product adds in a fixed order. A batch's few hundred triples
+    # make the matrix small.
+    slots = torch.arange(len(positive), device=positive.device)
+    member = (slots[:, None] == lists[None, :]).to(positive.dtype)
+    sizes = member.sum(dim=1)
     used = sizes > 0
-    best = per_list.index_add(0, lists, positive) / sizes.clamp_min(1.0)  # each list's positive
-    top = torch.full_like(per_list, float("-inf")).scatter_reduce(
+    best = (member @ positive) / sizes.clamp_min(1.0)  # each list's positive
+    top = torch.full_like(positive, float("-inf")).scatter_reduce(
         0, lists, negative.detach(), reduce="amax"
     )
     top = torch.maximum(top, best.detach())  # for a stable log-sum-exp
-    total = torch.exp(best - top) + per_list.index_add(0, lists, torch.exp(negative - top[lists]))
+    total = torch.exp(best - top) + member @ torch.exp(negative - top[lists])
     losses = torch.where(used, top + torch.log(total) - best, torch.zeros_like(total))
     return losses.sum() / used.sum()
 
