@@ -68,10 +68,12 @@ class TrainResult:
     stop_reasons: dict[int, str] = field(default_factory=dict)
     selected: dict[int, int] = field(default_factory=dict)  # phase -> the epoch it kept
     phase1_from: str | None = None  # the finished training phase 1 was taken from
+    # the phase the final weights come from: the last, unless an earlier one scored no lower
+    kept_phase: int | None = None
 
     def selected_record(self) -> EpochRecord:
-        """The epoch the final model's weights come from (the last phase's selected one)."""
-        phase = max(r.phase for r in self.history)
+        """The epoch the final model's weights come from (the kept phase's selected one)."""
+        phase = self.kept_phase or max(r.phase for r in self.history)
         epoch = self.selected.get(phase, max(r.epoch for r in self.history if r.phase == phase))
         return next(r for r in self.history if (r.phase, r.epoch) == (phase, epoch))
 
@@ -91,4 +93,5 @@ class TrainResult:
             stop_reasons={int(k): v for k, v in values.get("stop_reasons", {}).items()},
             selected={int(k): int(v) for k, v in values.get("selected", {}).items()},
             phase1_from=values.get("phase1_from"),
+            kept_phase=values.get("kept_phase"),
         )

@@ -8,13 +8,14 @@ Everything it needs is in a :class:`TrainPlan`: plain values, so it pickles and 
 JSON for any launcher.
 
 Per epoch: each process streams its shard of the training triples (`jobrec_core.training.batches`),
-DDP averages the gradients (`join()` lets shards of unequal size finish together), rank 0
+DDP averages the gradients, every process takes the same number of steps (:class:`InStep`), rank 0
 measures dev accuracy, dev MAP and the dev held-out MRR and log-rank score and writes a
 checkpoint; every process then reads the same early-stopping decision. Epochs are selected on
 the held-out log-rank score (`ranking.metrics.log_rank_score`): each
 phase ends with the weights of its best epoch (every process keeps them; the checkpoint too).
-Seeds depend on (seed, phase, epoch, rank) alone, so a run resumed from its checkpoint
-continues exactly as the uninterrupted run would have.
+A two-phase model keeps phase 1's weights when phase 2 did not improve on them. Seeds depend
+on (seed, phase, epoch, rank) alone and every process's optimizer state is the same, so a run
+resumed from its checkpoint continues exactly as the uninterrupted run would have.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ import math
 import os
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import torch
 import torch.distributed as dist
@@ -53,6 +54,7 @@ from jobrec_core.training.scoring import evaluate
 from jobrec_scoring.network import Drmm, DrmmInputs, DrmmSpec
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 # The dev measure epochs are selected on (`EpochRecord.dev_log_rank`); part of the training
@@ -98,6 +100,9 @@ class _Process:
     world: int
     local_rank: int
     device: torch.device
+    # Where the processes agree, each step, that all of them still have a batch: a gloo group
+    # on the CPU, so that NCCL training does not wait for the GPU to read the answer back.
+    steps_group: Any = None
 
     @property
     def leader(self) -> bool:
@@ -117,9 +122,12 @@ def _process(use_gpu: bool) -> _Process:
         device = torch.device("cpu")
         local_world = int(os.environ.get("LOCAL_WORLD_SIZE", str(world)))
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // max(1, local_world)))
-    if world > 1 and not dist.is_initialized():
-        dist.init_process_group("nccl" if use_gpu else "gloo")
-    return _Process(rank, world, local_rank, device)
+    steps_group = None
+    if world > 1:
+        if not dist.is_initialized():
+            dist.init_process_group("nccl" if use_gpu else "gloo")
+        steps_group = dist.new_group(backend="gloo") if use_gpu else dist.group.WORLD
+    return _Process(rank, world, local_rank, device, steps_group)
 
 
 def train_worker(plan: TrainPlan | dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +201,8 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
             optimizer.load_state_dict(optimizer_state)
         wrapped = _distributed(model, process)
         first = start_epoch if phase == start_phase else 1
+        if phase > 1 and first == 1:  # the model holds what the previous phase kept
+            progress.earlier_weights = _copy(model.state_dict())
         for epoch in range(first, plan.max_epochs + 1):
             record = _epoch(plan, model, wrapped, optimizer, process, phase, epoch)
             finished = progress.add(model, record, plan)
@@ -217,18 +227,22 @@ def _train(plan: TrainPlan, process: _Process) -> TrainResult:
         progress.stop_reasons,
         progress.selected,
         phase1_from,
+        progress.kept_phase,
     )
 
 
 @dataclass
 class _Progress:
-    """The epochs so far, why each phase stopped, the epoch each phase kept, and the weights of
-    the current phase's best epoch: the early-stopping state a checkpoint carries."""
+    """The epochs so far, why each phase stopped, the epoch each phase kept, the weights of
+    the current phase's best epoch and of what the previous phase kept, and which phase the
+    final weights come from: the early-stopping state a checkpoint carries."""
 
     history: list[EpochRecord] = field(default_factory=list)
     stop_reasons: dict[int, str] = field(default_factory=dict)
     selected: dict[int, int] = field(default_factory=dict)
     best_weights: dict[str, torch.Tensor] | None = None
+    earlier_weights: dict[str, torch.Tensor] | None = None
+    kept_phase: int | None = None
 
     @staticmethod
     def restored(state: dict[str, Any]) -> _Progress:
@@ -237,6 +251,8 @@ class _Progress:
             {int(k): v for k, v in state["stop_reasons"].items()},
             {int(k): int(v) for k, v in state.get("selected", {}).items()},
             state.get("best_weights"),
+            state.get("earlier_weights"),
+            state.get("kept_phase"),
         )
 
     def state(self) -> dict[str, Any]:
@@ -245,17 +261,21 @@ class _Progress:
             "stop_reasons": {str(k): v for k, v in self.stop_reasons.items()},
             "selected": {str(k): v for k, v in self.selected.items()},
             "best_weights": self.best_weights,
+            "earlier_weights": self.earlier_weights,
+            "kept_phase": self.kept_phase,
         }
 
     def add(self, model: Drmm, record: EpochRecord, plan: TrainPlan) -> bool:
         """Record an epoch; True when its phase is finished, and then `model` holds the
-        phase's best weights."""
+        phase's best weights, or the previous phase's when those scored no lower on dev (a
+        second phase that only retrains the last layer can end below what the first kept:
+        its first epoch already moves the weights away from them)."""
         self.history.append(record)
         epochs = [r for r in self.history if r.phase == record.phase]
         scores = [r.dev_log_rank for r in epochs]
         best = best_epoch(scores, plan.early_stop_min_gain)
         if best == len(scores) - 1:
-            self.best_weights = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            self.best_weights = _copy(model.state_dict())
         if should_stop(scores, plan.early_stop_patience, plan.early_stop_min_gain):
             reason = f"dev held-out log rank did not improve for {plan.early_stop_patience} epochs"
         elif record.epoch == plan.max_epochs:
@@ -263,15 +283,36 @@ class _Progress:
         else:
             return False
         kept = epochs[best]
-        self.stop_reasons[record.phase] = (
+        reason = (
             f"{reason}; kept epoch {kept.epoch} (dev held-out log-rank score "
             f"{kept.dev_log_rank:.4f}, MRR {kept.dev_mrr:.4f})"
         )
         self.selected[record.phase] = kept.epoch
+        self.kept_phase = record.phase
         assert self.best_weights is not None
-        model.load_state_dict(self.best_weights)
-        self.best_weights = None
+        weights = self.best_weights
+        earlier = self._earlier_kept(record.phase)
+        if earlier is not None and self.earlier_weights is not None:
+            scores = [earlier.dev_log_rank, kept.dev_log_rank]
+            if best_epoch(scores, plan.early_stop_min_gain) == 0:
+                weights, self.kept_phase = self.earlier_weights, earlier.phase
+                reason += (
+                    f"; phase {earlier.phase}'s epoch {earlier.epoch} scored "
+                    f"{earlier.dev_log_rank:.4f}, and the model keeps its weights"
+                )
+        self.stop_reasons[record.phase] = reason
+        model.load_state_dict(weights)
+        self.best_weights = self.earlier_weights = None
         return True
+
+    def _earlier_kept(self, phase: int) -> EpochRecord | None:
+        """The epoch the phase before `phase` kept, if there is one."""
+        epoch = self.selected.get(phase - 1)
+        return next((r for r in self.history if (r.phase, r.epoch) == (phase - 1, epoch)), None)
+
+
+def _copy(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in weights.items()}
 
 
 def _epoch(
@@ -297,22 +338,30 @@ def _epoch(
         lists=plan.loss == "listwise",
     )
     # loss sum, correct, triples: kept where the model runs, so a step never waits for the GPU
-    # to report them (and NCCL reduces them in place)
-    totals = torch.zeros(3, dtype=torch.float64, device=process.device)
+    # to report them (and NCCL reduces them in place); then the triples left unread
+    totals = torch.zeros(4, dtype=torch.float64, device=process.device)
     wrapped.train()
-    joined = wrapped.join() if isinstance(wrapped, nn.parallel.DistributedDataParallel) else None
     stream = TripleStream(settings, model.spec, model.query_vectors)
     on_device = training_batches(stream, plan.decode_workers, process.device)
-    with joined or nullcontext():
-        for size, both, lists in prefetched(on_device, plan.prefetch_batches):
-            loss, positive, negative = train_step(wrapped, optimizer, size, both, plan, lists)
-            totals[0] += loss * size
-            totals[1] += (positive > negative).sum()
-            totals[2] += size
+    batches = InStep(prefetched(on_device, plan.prefetch_batches), process.steps_group)
+    for size, both, lists in batches:
+        loss, positive, negative = train_step(wrapped, optimizer, size, both, plan, lists)
+        totals[0] += loss * size
+        totals[1] += (positive > negative).sum()
+        totals[2] += size
+    totals[3] = sum(size for size, _, _ in batches.rest())  # past the shortest shard's end
     if process.world > 1:
         dist.all_reduce(totals)
     train_seconds = time.perf_counter() - started
-    loss_sum, correct, triples = (float(v) for v in totals)
+    loss_sum, correct, triples, left = (float(v) for v in totals)
+    if left and process.leader:
+        log.info(
+            "phase %d epoch %d: %d triples of the longer shards left for the next epochs' "
+            "shuffles: every process takes as many steps as the shortest shard has batches",
+            phase,
+            epoch,
+            left,
+        )
     dev = torch.zeros(4, dtype=torch.float64, device=process.device)  # NCCL: on the GPU
     if process.leader:
         with _all_cores(process):
@@ -364,6 +413,43 @@ def _epoch(
             record.triples / max(record.train_seconds, 1e-9),
         )
     return record
+
+
+class InStep(Generic[T]):
+    """The batches of one process's shard while every process of `group` still has one (all
+    of them without a group: one process). Each process then takes as many optimisation
+    steps as the shortest shard has batches, so that every process applies the same averaged
+    gradients through the same optimizer state, and a checkpoint's optimizer state (rank
+    0's) is every process's. DDP's `join()` let a process that ran out stop stepping while
+    the others went on: the weights were made equal again at the end, but each Adam kept its
+    own moments, which then drove the weights apart. Shards differ by a row, or by a few row
+    groups or lists, and each epoch shuffles them anew; :meth:`rest` is what this process
+    did not reach. The agreement is one small all-reduce a step, on the CPU
+    (`_Process.steps_group`)."""
+
+    def __init__(self, batches: Iterable[T], group: Any) -> None:
+        self._batches = iter(batches)
+        self._group = group
+        self._held: list[T] = []  # the batch read when another process had none left
+
+    def __iter__(self) -> Iterator[T]:
+        if self._group is None:
+            yield from self._batches
+            return
+        flag = torch.zeros(1, dtype=torch.int32)
+        while True:
+            batch = next(self._batches, None)
+            flag.fill_(0 if batch is None else 1)
+            dist.all_reduce(flag, op=dist.ReduceOp.MIN, group=self._group)
+            if batch is None or not flag.item():
+                self._held = [] if batch is None else [batch]
+                return
+            yield batch
+
+    def rest(self) -> Iterator[T]:
+        """The batches left when the shortest shard ended (read from the shard now)."""
+        yield from self._held
+        yield from self._batches
 
 
 @contextmanager
