@@ -302,7 +302,7 @@ def test_pool_sample_draws_its_negatives_besides_the_held_out_job(spark):
         [(c, j, int(j == 0)) for c in range(40) for j in range(6)],
         "candidate_id long, job_id long, label int",
     )
-    sampled = pool_sample(pools, 3, seed=11).toPandas()
+    sampled: pd.DataFrame = pool_sample(pools, 3, seed=11).toPandas()
     per_pool = sampled.groupby("candidate_id")["label"].agg(["sum", "size"])
     assert (per_pool["sum"] == 1).all() and (per_pool["size"] == 4).all()
     without_positive = pools.where(F.col("candidate_id") != 0).where(F.col("job_id") != 0)
