@@ -68,7 +68,8 @@ class TrainResult:
     stop_reasons: dict[int, str] = field(default_factory=dict)
     selected: dict[int, int] = field(default_factory=dict)  # phase -> the epoch it kept
     phase1_from: str | None = None  # the finished training phase 1 was taken from
-    # the phase the final weights come from: the last, unless an earlier one scored no lower
+    # the phase the final weights come from: the last, unless it did not beat the one before
+    # on dev (`training.worker._Progress.add`)
     kept_phase: int | None = None
 
     def selected_record(self) -> EpochRecord:

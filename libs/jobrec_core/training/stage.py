@@ -44,6 +44,8 @@ from jobrec_core.training.scoring import tune_bm25_alpha
 from jobrec_core.training.tuning import Trial, best_trial
 from jobrec_core.training.worker import (
     EPOCH_SELECTION,
+    PHASE_RULE,
+    STEP_RULE,
     result_file,
     torchrun_command,
     train_worker,
@@ -215,6 +217,8 @@ def training_key(config: JobrecConfig, spec: DrmmSpec, inputs: TrainingInputs) -
             "seed": config.run.seed,
             # what selects the epoch kept: a new measure keeps other weights
             "selected_on": EPOCH_SELECTION,
+            **({"steps": STEP_RULE} if processes > 1 else {}),
+            **({"phases": PHASE_RULE} if spec.two_phase else {}),
         },
         sort_keys=True,
     )

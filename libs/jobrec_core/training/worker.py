@@ -60,6 +60,10 @@ T = TypeVar("T")
 # The dev measure epochs are selected on (`EpochRecord.dev_log_rank`); part of the training
 # key, so that checkpoints selected on another measure are not taken for this one's.
 EPOCH_SELECTION = "held-out log rank"
+# The rules that shape a multi-process or two-phase training's weights, in the training key too:
+# checkpoints written under earlier rules (DDP's `join()`, phase 2 always kept) are not resumed.
+STEP_RULE = "every process steps while all have a batch"
+PHASE_RULE = "phase 2 kept only if it beats phase 1 on dev"
 
 
 def best_epoch(dev_scores: list[float], min_gain: float) -> int:
@@ -267,9 +271,10 @@ class _Progress:
 
     def add(self, model: Drmm, record: EpochRecord, plan: TrainPlan) -> bool:
         """Record an epoch; True when its phase is finished, and then `model` holds the
-        phase's best weights, or the previous phase's when those scored no lower on dev (a
-        second phase that only retrains the last layer can end below what the first kept:
-        its first epoch already moves the weights away from them)."""
+        phase's best weights, or the previous phase's unless this phase's best beat them on
+        dev by more than `early_stop_min_gain`, the rule between epochs (a second phase that
+        only retrains the last layer can end below what the first kept: its first epoch
+        already moves the weights away from them)."""
         self.history.append(record)
         epochs = [r for r in self.history if r.phase == record.phase]
         scores = [r.dev_log_rank for r in epochs]
@@ -354,6 +359,12 @@ def _epoch(
         dist.all_reduce(totals)
     train_seconds = time.perf_counter() - started
     loss_sum, correct, triples, left = (float(v) for v in totals)
+    if not triples and left:
+        raise ValueError(
+            f"phase {phase} epoch {epoch}: a process's shard of the training rows is empty "
+            f"({left:.0f} rows in the others), so no process could take a step; train with "
+            f"fewer processes (training.num_processes) or on more data"
+        )
     if left and process.leader:
         log.info(
             "phase %d epoch %d: %d triples of the longer shards left for the next epochs' "
@@ -422,10 +433,11 @@ class InStep(Generic[T]):
     gradients through the same optimizer state, and a checkpoint's optimizer state (rank
     0's) is every process's. DDP's `join()` let a process that ran out stop stepping while
     the others went on: the weights were made equal again at the end, but each Adam kept its
-    own moments, which then drove the weights apart. Shards differ by a row, or by a few row
-    groups or lists, and each epoch shuffles them anew; :meth:`rest` is what this process
-    did not reach. The agreement is one small all-reduce a step, on the CPU
-    (`_Process.steps_group`)."""
+    own moments, which then drove the weights apart. Shards differ by a row per row group
+    when rows are dealt out, and by about the square root of their number when row groups or
+    lists are (a list goes by a hash of its key); each epoch shuffles a shard anew, so its
+    tail, :meth:`rest`, is other rows each epoch. The agreement is one small all-reduce a
+    step, on the CPU (`_Process.steps_group`)."""
 
     def __init__(self, batches: Iterable[T], group: Any) -> None:
         self._batches = iter(batches)

@@ -32,6 +32,16 @@ def test_the_measure_that_selects_the_epoch_is_part_of_the_key(monkeypatch):
     assert key() != selected_on_log_rank
 
 
+def test_the_rules_of_steps_and_phases_are_part_of_the_key(monkeypatch):
+    two_phase = replace(SPEC, extras=("bm25",), two_phase=True)
+    before = key(), training_key(load_config("local", [], None), two_phase, INPUTS)
+    monkeypatch.setattr(stage, "STEP_RULE", "join()")
+    monkeypatch.setattr(stage, "PHASE_RULE", "phase 2 always")
+    after = key(), training_key(load_config("local", [], None), two_phase, INPUTS)
+    assert before[0] != after[0] and before[1] != after[1]
+    assert key("training.launcher=single") == key("training.launcher=single", "run.seed=20180101")
+
+
 @pytest.mark.parametrize(
     "override", ["training.learning_rate=0.001", "training.early_stop_patience=5", "run.seed=7"]
 )
