@@ -26,6 +26,7 @@ from jobrec_core.ranking.metrics import (
     top_k,
 )
 from jobrec_core.ranking.scorers import score_column_of
+from jobrec_core.ranking.statistics import mean_or_nan
 
 BM25 = "BM25"
 WMD = "WMD"
@@ -124,5 +125,5 @@ def paper_protocol(
 
 
 def _map(ranked: Ranked, k: int) -> float:
-    """MAP@k over the ranked queries; NaN without any (no mean of nothing, no warning)."""
-    return float(average_precision_at_k(ranked, k).mean()) if ranked.queries else float("nan")
+    """MAP@k over the ranked queries; NaN without any."""
+    return mean_or_nan(average_precision_at_k(ranked, k))

@@ -49,6 +49,7 @@ from jobrec_core.ranking.statistics import (
     PairedDifference,
     against_reference,
     bootstrap_mean,
+    mean_or_nan,
 )
 
 BM25_RETRIEVER: Final = "bm25"
@@ -238,16 +239,11 @@ def with_held_out(
         for p in comparison.pipelines
     ]
     pools = [
-        replace(pool, held_out_found=_share(held_out[pool.retriever].relevant_in_pool > 0))
+        replace(pool, held_out_found=mean_or_nan(held_out[pool.retriever].relevant_in_pool > 0))
         for pool in comparison.pools
     ]
     candidates = len(next(iter(held_out.values())).relevant_in_pool)
     return replace(comparison, pipelines=pipelines, pools=pools, held_out_candidates=candidates)
-
-
-def _share(found: np.ndarray) -> float:
-    """The share of true values; NaN without any candidate (no mean of nothing)."""
-    return float(found.mean()) if len(found) else float("nan")
 
 
 _NAN = Interval(float("nan"), float("nan"), float("nan"))

@@ -129,9 +129,14 @@ def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFr
     return selected.select(*_QUERY, F.explode(labelled).alias("d")).select(*_QUERY, "d.*")
 
 
+def _other_own_jobs() -> Column:
+    """The candidate's own jobs but the held-out positive: those its queries were built from."""
+    return F.filter("own_job_ids", lambda job: job != F.col("positive_job_id"))
+
+
 def _without_other_own_jobs(hits: str) -> Column:
     """`hits` without the candidate's own jobs other than the held-out positive."""
-    others = F.filter("own_job_ids", lambda job: job != F.col("positive_job_id"))
+    others = _other_own_jobs()
     return F.filter(hits, lambda h: ~F.array_contains(others, h["job_id"]))
 
 
@@ -185,7 +190,7 @@ def profile_owners(assigned: DataFrame) -> DataFrame:
     features leave it out of the interest graph, `features.profile`)."""
     return assigned.select(
         "candidate_id",
-        F.filter("own_job_ids", lambda job: job != F.col("positive_job_id")).alias("own_job_ids"),
+        _other_own_jobs().alias("own_job_ids"),
         F.col("own_job_ids").alias("sequence_job_ids"),
     )
 

@@ -38,6 +38,11 @@ class PairedDifference:
     losses: int
 
 
+def mean_or_nan(values: np.ndarray) -> float:
+    """The mean; NaN without any value (numpy's mean of nothing is NaN with a warning)."""
+    return float(np.mean(values)) if len(values) else float("nan")
+
+
 def bootstrap_mean(values: np.ndarray, resamples: int, seed: int, level: float = LEVEL) -> Interval:
     """The mean and its percentile-bootstrap interval at `level` (95%), candidates
     resampled."""

@@ -355,8 +355,9 @@ def _other_embeddings(
     challenger is then compared with BM25's order, as a first model is; otherwise new jobs,
     which always give new embeddings, would leave a champion nothing can use until a model
     beat it."""
-    old, new = trained_embeddings(client, champion), trained_embeddings(client, challenger)
-    if old is None or new is None or old == new:
+    new = trained_embeddings(client, challenger)
+    old = None if new is None else stale_embeddings(client, champion, new)
+    if old is None:
         return None
     return (
         f"the champion version {champion.version} was trained on embeddings {old}, "

@@ -44,7 +44,9 @@ def names(state: PipelineState) -> list[str]:
 
 
 @pytest.fixture
-def config(tmp_path):
+def preset_config(tmp_path):
+    """The tiny preset's configuration in this test's own folder (not the session's
+    `config`, whose state other tests share)."""
     return load_config("local", [f"storage.root={tmp_path}", "data.preset=tiny"])
 
 
@@ -77,17 +79,17 @@ def test_forgetting_goes_by_the_pipeline_order_not_by_what_was_recorded():
     assert names(forget_from(state_of(["generate", "renamed"]), "ingest")) == ["generate"]
 
 
-def test_the_recorded_state_is_rewritten_with_its_own_fingerprint(config):
-    path = state_file(config)
-    forget_step(config, "generate")
+def test_the_recorded_state_is_rewritten_with_its_own_fingerprint(preset_config):
+    path = state_file(preset_config)
+    forget_step(preset_config, "generate")
     assert not path.exists()  # no run recorded: nothing to forget, nothing written
     save_state(path, state_of(RECORDED))
-    forget_step(config, "index")
+    forget_step(preset_config, "index")
     saved = load_state(path, "recorded")  # another configuration's: still its own
     assert names(saved) == RECORDED[:5]
     assert [p.name for p in path.parent.iterdir()] == ["state.json"]  # no temporary file
     path.write_text("{cut by a crash")
-    forget_step(config, "index")
+    forget_step(preset_config, "index")
     assert path.read_text() == "{cut by a crash"  # left alone: `load_state` discards it
 
 
@@ -99,8 +101,8 @@ def start(monkeypatch, module, argv: list[str]) -> None:
         runtime.start_job(module.build_parser(), argv)
 
 
-def test_a_stage_job_forgets_its_step_and_the_later_ones(monkeypatch, config, tmp_path):
-    path = state_file(config)
+def test_a_stage_job_forgets_its_step_and_the_later_ones(monkeypatch, preset_config, tmp_path):
+    path = state_file(preset_config)
     save_state(path, state_of(RECORDED))
     # Under another configuration than the run's: the outputs are rewritten all the same.
     overrides = [f"storage.root={tmp_path}", "data.preset=tiny", "run.seed=7"]
@@ -113,24 +115,25 @@ def test_a_stage_job_forgets_its_step_and_the_later_ones(monkeypatch, config, tm
     assert names(load_state(path, "recorded")) == RECORDED[:8]
 
 
-def test_a_job_called_as_a_function_forgets_nothing(monkeypatch, config, tmp_path):
+def test_a_job_called_as_a_function_forgets_nothing(monkeypatch, preset_config, tmp_path):
     """Only the console scripts and `jobs/*.py` (`entry_point`) name the job."""
-    save_state(state_file(config), state_of(RECORDED))
+    save_state(state_file(preset_config), state_of(RECORDED))
     monkeypatch.setattr(runtime, "setup_logging", lambda: None)
     runtime.start_job(build_pairs.build_parser(), ["--set", f"storage.root={tmp_path}",
                                                    "--set", "data.preset=tiny"])  # fmt: skip
-    assert names(load_state(state_file(config), "recorded")) == RECORDED
+    assert names(load_state(state_file(preset_config), "recorded")) == RECORDED
 
 
-def test_the_demo_forgets_every_step_before_it_runs_them(monkeypatch, config):
+def test_the_demo_forgets_every_step_before_it_runs_them(monkeypatch, preset_config, spark):
     from jobrec_core.devtools import stack_check
-    from jobrec_core.platform import spark
+    from jobrec_core.platform import spark as sessions
 
-    path = state_file(config)
+    path = state_file(preset_config)
     save_state(path, state_of(RECORDED))
     monkeypatch.setattr(cli, "_local_node", lambda config, keep: nullcontext())
     monkeypatch.setattr(cli, "_node_services", lambda config: {})
-    monkeypatch.setattr(spark, "get_spark", lambda config: None)
+    # the session the tests share, not one reconfigured for this test's folder
+    monkeypatch.setattr(sessions, "get_spark", lambda config: spark)
     monkeypatch.setattr(stack_check, "run_checks", lambda context: [])
     monkeypatch.setattr(stack_check, "format_report", lambda results: "")
     seen: list[list[str]] = []
@@ -139,7 +142,7 @@ def test_the_demo_forgets_every_step_before_it_runs_them(monkeypatch, config):
         seen.append(names(load_state(path, "recorded")))  # what a crash here would leave
 
     monkeypatch.setattr(pipeline, "run_steps", run_steps)
-    assert cli._demo(config, keep_es=False) == 0
+    assert cli._demo(preset_config, keep_es=False) == 0
     assert seen == [[]]
 
 
@@ -148,15 +151,17 @@ class _Formats:
         return ""
 
 
-def test_recommending_one_candidate_again_forgets_the_runs_recommend_step(monkeypatch, config):
-    from jobrec_core.platform import spark
+def test_recommending_one_candidate_again_forgets_the_runs_recommend_step(
+    monkeypatch, preset_config, spark
+):
+    from jobrec_core.platform import spark as sessions
     from jobrec_core.serving import stage as serving
 
-    path = state_file(config)
+    path = state_file(preset_config)
     save_state(path, state_of(RECORDED))
     monkeypatch.setattr(cli, "_local_node", lambda config: nullcontext())
-    monkeypatch.setattr(spark, "get_spark", lambda config: None)
-    monkeypatch.setattr(serving, "run_recommend", lambda spark, config, ids: _Formats())
-    monkeypatch.setattr(serving, "show_candidate", lambda spark, config, candidate: "")
-    assert cli._recommend(config, 17, refresh=True) == 0
+    monkeypatch.setattr(sessions, "get_spark", lambda config: spark)
+    monkeypatch.setattr(serving, "run_recommend", lambda session, config, ids: _Formats())
+    monkeypatch.setattr(serving, "show_candidate", lambda session, config, candidate: "")
+    assert cli._recommend(preset_config, 17, refresh=True) == 0
     assert names(load_state(path, "recorded")) == RECORDED[:-1]
