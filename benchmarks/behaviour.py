@@ -16,6 +16,10 @@ from __future__ import annotations
 import argparse
 import time
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import svds

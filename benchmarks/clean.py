@@ -28,6 +28,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 import pandas as pd
 from _resources import run_measured  # benchmarks/ is on sys.path when run as a script

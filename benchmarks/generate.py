@@ -20,6 +20,10 @@ import sys
 import time
 from pathlib import Path
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 from _resources import Measured, run_measured  # benchmarks/ is on sys.path when run as a script
 

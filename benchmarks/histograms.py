@@ -21,6 +21,10 @@ from collections.abc import Callable
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as an executor slot
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 
 from jobrec_core.features.histograms import histogram_counts

@@ -35,6 +35,10 @@ import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 import pandas as pd
 from pyspark.sql import functions as F

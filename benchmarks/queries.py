@@ -17,6 +17,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 from pyspark.sql import functions as F
 
 from jobrec_core.config import load_config

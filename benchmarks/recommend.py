@@ -68,6 +68,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # the driver's own timings: 
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # as each of Spark's Python workers runs
 from pathlib import Path
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame

@@ -35,6 +35,10 @@ from typing import Any
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # one core, as an executor slot
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 import pandas as pd
 import torch

@@ -22,6 +22,10 @@ import argparse
 import time
 from pathlib import Path
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import torch
 
 from jobrec_core.config import load_config

@@ -42,6 +42,10 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 from _resources import run_measured  # benchmarks/ is on sys.path when run as a script
 

@@ -21,6 +21,10 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+import jobrec_scoring  # noqa: F401  (first: pins numpy's and torch's CPU code paths)
+
+# isort: split
+
 import numpy as np
 from gensim.models import KeyedVectors
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
+from jobrec_scoring.activations import tanh_in_place
 from jobrec_scoring.vectors import QueryVectors
 
 EXTRA_FEATURES = (
@@ -245,10 +245,10 @@ class Drmm(nn.Module):
         """`term_mlp` over (N, width) rows. Scoring on a CPU (no gradients) runs it on the
         transposed rows, (width, N): a layer is then one `addmm` of a 10 x 10 weight and a
         10 x N block of long rows (the bias folded in), and tanh runs in place on contiguous
-        memory (:func:`tanh_in_place`: numpy's kernel where it has an AVX-512 one and the
-        code path is not pinned, else torch's). On a demo query's 6,700 (term, job) rows,
-        one thread, an AVX2 CPU: 3.6 ms, against 6.0 ms for the same products in numpy (its
-        tanh 1.5x slower than torch's there, its small products 2x) and 10.0 ms through
+        memory (:func:`jobrec_scoring.activations.tanh_in_place`, one compiled kernel that
+        computes the same floats on every CPU). On a demo query's 6,700 (term, job) rows,
+        one thread, an AVX2 CPU, with torch's tanh: 3.6 ms, against 6.0 ms for the same
+        products in numpy (its small products 2x torch's) and 10.0 ms through
         `nn.Linear`'s (N, 10) rows (docs/BENCHMARKS.md). Evaluation, the pyfunc and the
         recommendations take this path, and so does dev selection when training runs on
         CPUs; training steps and GPUs use `nn.Linear`. Both compute the same function; their
@@ -262,39 +262,6 @@ class Drmm(nn.Module):
             else:
                 tanh_in_place(values)
         return values.T.contiguous()
-
-
-def _numpy_tanh_is_vectorised() -> bool:
-    """Whether numpy runs float32 tanh with its AVX-512 (SVML) kernel on this CPU: 20 us for
-    52,000 values on one thread, against 130 us for torch's `tanh_` (an AMD EPYC with
-    AVX-512, docs/BENCHMARKS.md), both within 1.4 ulp. Elsewhere (AVX2, ARM) numpy's tanh
-    was measured slower than torch's, or not at all, so torch's stays. A CPU feature, not a
-    timing, decides: the same machine always computes the same scores. The pinned code path
-    (:mod:`jobrec_scoring.numerics`) turns numpy's AVX-512 loops off, so this is False on
-    every CPU unless `JOBREC_NATIVE_CODE_PATHS=1`: the two kernels round differently, and an
-    AVX-512 machine scored, and so kept epochs, otherwise than an AVX2 one. Pinned, a
-    100-job request costs 2.7 times as long on an AVX-512 CPU (docs/BENCHMARKS.md)."""
-    try:
-        from numpy._core import _multiarray_umath as umath  # numpy 1.26 and 2.x
-    except ImportError:  # numpy before 1.26 (`pyproject.toml` allows 1.24)
-        from numpy.core import _multiarray_umath as umath  # type: ignore[no-redef]
-    features = getattr(umath, "__cpu_features__", {})
-    dispatched = getattr(umath, "__cpu_dispatch__", [])
-    return bool(features.get("AVX512_SKX")) and "AVX512_SKX" in dispatched
-
-
-NUMPY_TANH = _numpy_tanh_is_vectorised()
-
-
-def tanh_in_place(values: torch.Tensor) -> torch.Tensor:
-    """tanh of a CPU float tensor without gradients, in place, by the faster of numpy's and
-    torch's kernels on this CPU (:data:`NUMPY_TANH`). The term MLP's ten tanh layers were a
-    fifth of re-ranking 100 jobs with torch's."""
-    if NUMPY_TANH:
-        array = values.numpy()  # the tensor's memory
-        np.tanh(array, out=array)
-        return values
-    return values.tanh_()
 
 
 def _all_true(mask: torch.Tensor) -> bool:

@@ -16,9 +16,9 @@ its distances differ from those compiled for AVX2, and the cleaning stage keeps 
 candidate by a threshold on them.
 Each library has an environment variable that fixes its path; AVX2, which every x86 CPU of the
 last ten years has, is the path we pin. Its price depends on the CPU (docs/BENCHMARKS.md):
-on an AVX2 EPYC it is faster than the default (MKL takes a generic path on AMD CPUs), on an
-AVX-512 EPYC a re-ranking request takes 2.7 times as long, as the network's tanh leaves
-numpy's AVX-512 kernel for torch's (`jobrec_scoring.network.tanh_in_place`).
+on an AVX2 EPYC it is faster than the default (MKL takes a generic path on AMD CPUs). The
+scoring path's tanh, which once made a pinned request 2.7 times as long on an AVX-512 EPYC,
+is no library's: `jobrec_scoring.activations` computes the same floats on every path.
 
 The variables must be set before a library first computes (MKL, ATen and oneDNN read theirs on
 the first operation, OpenBLAS and numpy's dispatcher when numpy loads, numba when it is

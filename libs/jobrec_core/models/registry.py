@@ -19,7 +19,9 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+import llvmlite
 import mlflow
+import numba
 import numpy as np
 import pandas as pd
 import scipy
@@ -80,6 +82,8 @@ def scoring_requirements() -> list[str]:
         f"numpy=={np.__version__}",
         f"pandas=={pd.__version__}",
         f"scipy=={scipy.__version__}",
+        f"numba=={numba.__version__}",  # the scoring tanh's compiler (jobrec_scoring.activations)
+        f"llvmlite=={llvmlite.__version__}",  # its code generator: the same machine code
         f"mlflow=={mlflow.__version__}",
     ]
 

@@ -634,7 +634,7 @@ class RefuseProjectOnlyPackages:
 
 sys.meta_path.insert(0, RefuseProjectOnlyPackages())
 """
-PIPELINE_ONLY = ("jobrec_core", "pyspark", "delta", "petastorm", "gensim", "ot", "numba", "faiss")
+PIPELINE_ONLY = ("jobrec_core", "pyspark", "delta", "petastorm", "gensim", "ot", "faiss")
 
 
 def free_port() -> int:

@@ -107,21 +107,6 @@ def test_scoring_without_gradients_computes_what_training_computes(architecture)
     torch.testing.assert_close(scored, trained, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("numpy_kernel", [False, True])
-def test_tanh_in_place_is_tanh_by_either_kernel(monkeypatch, numpy_kernel):
-    """The scoring path's tanh, by numpy's kernel (where it is vectorised) or torch's: both
-    within 2 ulp of float64's tanh, written into the tensor itself."""
-    import jobrec_scoring.network as network
-
-    monkeypatch.setattr(network, "NUMPY_TANH", numpy_kernel)
-    values = torch.linspace(-12.0, 12.0, 101_101).reshape(1_001, 101)
-    exact = np.tanh(values.numpy().astype(np.float64))
-    same = network.tanh_in_place(values)
-    assert same is values
-    ulp = np.spacing(np.abs(exact).astype(np.float32))
-    assert np.max(np.abs(values.numpy() - exact) / ulp) <= 2.0
-
-
 def test_a_query_without_terms_scores_zero_not_nan():
     model = Drmm(spec()).eval()
     batch = inputs(2, [3, 3])

@@ -1,13 +1,13 @@
 """The scoring package ships alone inside every registered model: it may import numpy, pandas,
-torch, MLflow and itself, nothing else (checked on its source, so a new import fails here
-before it fails on a serving endpoint)."""
+scipy, numba, torch, MLflow and itself, nothing else (checked on its source, so a new import
+fails here before it fails on a serving endpoint)."""
 
 import ast
 from pathlib import Path
 
 import jobrec_scoring
 
-ALLOWED = {"numpy", "pandas", "scipy", "torch", "mlflow", "jobrec_scoring"}
+ALLOWED = {"numpy", "pandas", "scipy", "numba", "torch", "mlflow", "jobrec_scoring"}
 
 
 def imported_packages(source: Path) -> set[str]:
