@@ -66,8 +66,9 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
     values: dict[str, float] = {}
     for row in report.protocol:
         key = _key(row.ranker)
-        values[f"protocol.{key}.map"] = row.map
         values[f"protocol.{key}.diversity"] = row.diversity
+        if row.map is not None:
+            values[f"protocol.{key}.map"] = row.map
         if row.accuracy is not None:
             values[f"protocol.{key}.accuracy"] = row.accuracy
     for gt in report.ground_truth:
@@ -117,8 +118,12 @@ def curve_figure(report: EvaluationReport) -> Any:
         # Both curves against the share of their largest sample: the demo has fewer triples.
         largest = max(p.candidates for p in report.curve)
         shares = [p.candidates / largest for p in report.curve]
-        axis.plot(shares, [p.dev_accuracy for p in report.curve], marker="o", label="dev accuracy")
-        axis.plot(shares, [p.dev_map for p in report.curve], marker="o", label="dev MAP")
+        for label, values in (
+            ("dev accuracy", [p.dev_accuracy for p in report.curve]),
+            ("dev MAP", [p.dev_map for p in report.curve]),
+        ):
+            if None not in values:  # none for a model that reads BM25
+                axis.plot(shares, values, marker="o", label=label)
         axis.plot(shares, [p.dev_mrr for p in report.curve], marker="o", label="dev held-out MRR")
         axis.plot(
             shares, [p.precision for p in report.curve], marker="o", label="ground-truth P@10"
@@ -247,11 +252,13 @@ def snapshot_section(
 def findings(report: EvaluationReport) -> list[str]:
     """One generated sentence per experiment: what the numbers say, for the reader in a hurry."""
     lines = []
-    rerankers = [r for r in report.protocol if r.ranker != BM25]
-    if rerankers:
-        best = max(rerankers, key=lambda r: r.map)
+    rerankers = [(r.ranker, r.map) for r in report.protocol if r.ranker != BM25]
+    measured = [(ranker, value) for ranker, value in rerankers if value is not None]
+    if measured:
+        ranker, best = max(measured, key=lambda pair: pair[1])
         lines.append(
-            f"- The paper's protocol: the best MAP@{report.k} is {best.ranker}'s ({best.map:.3f})."
+            f"- The paper's protocol: the best MAP@{report.k} of the rankers that do not read "
+            f"BM25 is {ranker}'s ({best:.3f})."
         )
     others = [g for g in report.ground_truth if g.versus_reference is not None]
     if others:
@@ -323,7 +330,8 @@ def log_report(config: JobrecConfig, report: EvaluationReport, context: dict[str
                 ("dev_held_out_mrr", point.dev_mrr),
                 ("ground_truth_precision", point.precision),
             ):
-                mlflow.log_metric(f"learning_curve.{name}", value, step=point.candidates)
+                if value is not None:
+                    mlflow.log_metric(f"learning_curve.{name}", value, step=point.candidates)
         for name, frame in tables(report).items():
             mlflow.log_table(frame, f"tables/{name}.json")
         for name, figure in figures(report).items():

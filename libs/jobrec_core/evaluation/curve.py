@@ -12,8 +12,8 @@ PAPER_CURVE = {9000: (0.932, 0.966), 18000: (0.939, 0.968), 27000: (0.945, 0.966
 class CurvePoint:
     candidates: int  # training candidates: one paper triple, or one pool's pairs, each
     configured: int  # the size asked for (`training.learning_curve_sizes`)
-    dev_accuracy: float
-    dev_map: float
+    dev_accuracy: float | None  # None for a model that reads BM25 (`protocols.ProtocolRow`)
+    dev_map: float | None
     dev_mrr: float  # held-out MRR of the epoch kept (selected on the log-rank score)
     epochs: int
     # the model's ground-truth P@k and nDCG@k on the evaluation's ground-truth candidates

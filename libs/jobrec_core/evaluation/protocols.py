@@ -44,9 +44,15 @@ PAPER_PROTOCOL: dict[str, dict[str, float]] = {
 
 @dataclass(frozen=True)
 class ProtocolRow:
+    """One ranker's figures. Accuracy is None for BM25 itself, and accuracy and MAP for a
+    re-ranker that reads BM25: a test triple's negative, and a MAP set's negatives, carry
+    the BM25 of the less informative query that found them, the positives the full query's,
+    so the larger score marks the positive by construction. (BM25's own MAP is 1 by
+    construction too, as the reference the others are measured against.)"""
+
     ranker: str
-    accuracy: float | None  # None: BM25's triple scores come from two different queries
-    map: float
+    accuracy: float | None
+    map: float | None
     diversity: float
 
 
@@ -98,12 +104,18 @@ def _ranked(scored: pd.DataFrame, score: np.ndarray) -> Ranked:
 
 
 def paper_protocol(
-    on_triples: pd.DataFrame, on_map: pd.DataFrame, rerankers: list[str], k: int
+    on_triples: pd.DataFrame,
+    on_map: pd.DataFrame,
+    rerankers: list[str],
+    k: int,
+    reading_bm25: frozenset[str] = frozenset(),
 ) -> tuple[list[ProtocolRow], dict[str, int]]:
     """The paper's table from the scored test triples (`candidate_id, label`, a score column
     per re-ranker) and MAP test sets (`candidate_id, job_id, label, bm25_rank`, the same
-    score columns); `rerankers` names the score columns (`ranking.scorers.score_column`).
-    Without triples or MAP sets, their figures are NaN, as the other experiments' are."""
+    score columns); `rerankers` names the score columns (`ranking.scorers.score_column`),
+    `reading_bm25` those of them whose score reads BM25 (no accuracy or MAP, see
+    :class:`ProtocolRow`). Without triples or MAP sets, their figures are NaN, as the other
+    experiments' are."""
     reference = _ranked(
         on_map, bm25_map_order(on_map["label"].to_numpy(), on_map["bm25_rank"].to_numpy())
     )
@@ -113,11 +125,12 @@ def paper_protocol(
     for name in rerankers:
         column = score_column_of(name)
         ranked = ranked_by(on_map, column)
+        fair = name not in reading_bm25
         rows.append(
             ProtocolRow(
                 name,
-                triple_accuracy(on_triples, column),
-                _map(ranked, k),
+                triple_accuracy(on_triples, column) if fair else None,
+                _map(ranked, k) if fair else None,
                 diversity(top_k(ranked, k), reference_top, k),
             )
         )

@@ -20,6 +20,12 @@ from jobrec_core.evaluation.retrievers import RetrieverComparison
 from jobrec_core.ranking.metrics import geometric_mean_rank
 from jobrec_core.ranking.statistics import Interval, PairedDifference
 
+# Why a ranker that reads BM25 has no accuracy or MAP (`protocols.ProtocolRow`).
+READS_BM25_NOTE = (
+    "  (accuracy and MAP -: the model reads BM25, and a negative carries the BM25 of the less "
+    "informative query that found it, a positive the full query's)"
+)
+
 
 @dataclass
 class EvaluationReport:
@@ -57,6 +63,8 @@ class EvaluationReport:
                 f"{_with_paper(row.diversity, paper.get('diversity'), '.2f'):>18}"
             )
         lines.append(f"  ({BM25}'s MAP is 1 by construction: its top 50 are the relevant ones)")
+        if any(row.map is None for row in self.protocol):
+            lines.append(READS_BM25_NOTE)
         for ranker, reason in self.skipped.items():
             lines.append(f"  {ranker}: not evaluated: {reason}")
         if self.curve:
@@ -79,6 +87,8 @@ class EvaluationReport:
                     f"{_interval(point.precision_low, point.precision_high):>16}"
                     f"{point.ndcg:>9.3f}"
                 )
+            if any(point.dev_map is None for point in self.curve):
+                lines.append(READS_BM25_NOTE)
         if self.ground_truth:
             lines += ["", *self._ground_truth_lines()]
         if self.held_out:

@@ -96,10 +96,12 @@ from jobrec_core.ranking.factory import (
 )
 from jobrec_core.ranking.pipeline import ScoreColumns, spark_table
 from jobrec_core.ranking.scorers import (
+    BM25_COLUMN,
     RETRIEVAL_ORDER,
     RetrievalOrderScorer,
     Scorer,
     drmm_scorer,
+    reads_bm25,
     score_column_of,
 )
 from jobrec_core.search.bm25 import RetrievalCheckpoint
@@ -202,7 +204,8 @@ def run_paper_protocol(
             ).transform_spark(map_sets.join(tokens, "job_id"))
         )
     names = [scorer.name for scorer in rerankers]
-    return paper_protocol(on_triples, on_map, names, config.evaluation.k)
+    reading_bm25 = frozenset(scorer.name for scorer in rerankers if reads_bm25(scorer))
+    return paper_protocol(on_triples, on_map, names, config.evaluation.k, reading_bm25)
 
 
 # --- 2. learning curve --------------------------------------------------------------------------
@@ -238,13 +241,19 @@ def run_learning_curve(
     ]
     if subsets:
         write_delta(reduce(DataFrame.unionByName, subsets), subsets_path, partition_by=["split"])
+    # dev accuracy and MAP say nothing of a model that reads BM25 (`ProtocolRow`)
+    version = config.model.versions[config.evaluation.curve_model]
+    fair = BM25_COLUMN not in version.extras and not version.bm25_mix
     points = []
     for used, asked in sizes:
         log.info("learning curve: %s on %d candidates", config.evaluation.curve_model, used)
         # The whole split is the training split itself (the trainer may already have it).
         files = None if used == available else snapshot_files(spark, subsets_path, f"train_{used}")
         accuracy, map_, mrr, epochs, model_file = trainer(files, used)
-        points.append((CurvePoint(used, asked, accuracy, map_, mrr, epochs), model_file))
+        point = CurvePoint(
+            used, asked, accuracy if fair else None, map_ if fair else None, mrr, epochs
+        )
+        points.append((point, model_file))
     return points
 
 

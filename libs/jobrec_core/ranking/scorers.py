@@ -38,19 +38,32 @@ from jobrec_core.models.model_io import save_model_bytes
 from jobrec_core.ranking.interpolation import interpolate
 from jobrec_core.text.vectors import keyed_vectors, worker_cached
 from jobrec_core.text.wmd import DocumentBatch, VectorTable, WmdDocument, similarity, wmd_pairs
-from jobrec_scoring.model import load_model
+from jobrec_scoring.model import input_columns, load_model
 from jobrec_scoring.network import Drmm
 
 DOC_TOKENS = "doc_tokens"
 
 
 class Scorer(Protocol):
-    """Scores stored-shape rows; higher is better."""
+    """Scores stored-shape rows; higher is better. `reads` names the stored columns the
+    score depends on: the paper's protocol leaves out what a scorer that reads `bm25`
+    cannot be measured on fairly (`evaluation.protocols`)."""
 
     @property
     def name(self) -> str: ...
 
+    @property
+    def reads(self) -> frozenset[str]: ...
+
     def score(self, frame: pd.DataFrame) -> np.ndarray: ...
+
+
+BM25_COLUMN = "bm25"
+
+
+def reads_bm25(scorer: Scorer) -> bool:
+    """Whether `scorer`'s score depends on a row's BM25 score."""
+    return BM25_COLUMN in scorer.reads
 
 
 def score_column(scorer: Scorer) -> str:
@@ -89,6 +102,10 @@ class ColumnScorer:
     name: str
     column: ClassVar[str]
 
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({self.column})
+
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         return frame[self.column].to_numpy(dtype=np.float64)
 
@@ -99,7 +116,7 @@ class Bm25Scorer(ColumnScorer):
     """The retrieval score itself: BM25's own order."""
 
     name: str = "BM25"
-    column: ClassVar[str] = "bm25"
+    column: ClassVar[str] = BM25_COLUMN
 
 
 RETRIEVAL_ORDER = "retrieval"
@@ -157,6 +174,10 @@ class WmdScorer:
     vectors_file: str
     name: str = "WMD"
 
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({"query_terms", DOC_TOKENS})
+
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         vocabulary, table = _wmd_vocabulary(self.vectors_file)
         queries = _nbows(vocabulary, frame["query_terms"])
@@ -209,6 +230,10 @@ class DrmmScorer:
     model_bytes: Broadcast | bytes
     digest: str  # of the bytes: the worker's cache key
 
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset(input_columns(self._model()))
+
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         from jobrec_scoring.model import score_frame
 
@@ -241,12 +266,16 @@ class Bm25Mix:
     def name(self) -> str:
         return self.inner.name
 
+    @property
+    def reads(self) -> frozenset[str]:
+        return self.inner.reads | {"candidate_id", BM25_COLUMN}
+
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         """`frame` holds whole queries (`candidate_id`) with their `bm25`."""
         return interpolate(
             frame["candidate_id"].to_numpy(),
             self.inner.score(frame),
-            frame["bm25"].to_numpy(),
+            frame[BM25_COLUMN].to_numpy(),
             self.alpha,
         )
 

@@ -16,6 +16,7 @@ BM25 = np.array([10.0, 30.0, 50.0, 100.0, 300.0, 200.0, 400.0])
 
 class ReversedBm25:
     name = "reversed"
+    reads = frozenset({"bm25"})
 
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         return -frame["bm25"].to_numpy(dtype=np.float64)

@@ -25,6 +25,7 @@ class Bm25AndRankScorer:
     """Reads the hits' columns as the features do: BM25, and its rank where there is one."""
 
     name = "bm25 and rank"
+    reads = frozenset({"bm25", "bm25_rank"})
 
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         rank = frame["bm25_rank"].to_numpy(dtype=np.float64)

@@ -17,7 +17,7 @@ from jobrec_core.evaluation.protocols import (
     paper_protocol,
     triple_accuracy,
 )
-from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.evaluation.report import READS_BM25_NOTE, EvaluationReport
 from jobrec_core.ranking.metrics import average_precision_at_k, rank_within_queries
 from jobrec_core.ranking.scorers import Bm25Scorer, WmdScorer, score_column, score_column_of
 from jobrec_core.ranking.statistics import PairedDifference
@@ -74,6 +74,30 @@ def test_the_papers_protocol_without_triples_or_map_sets_gives_nan_rows():
     assert rows[1].accuracy is not None and np.isnan(rows[1].accuracy)
 
 
+def test_a_ranker_reading_bm25_gets_no_accuracy_or_map_but_its_diversity():
+    """Its test triples' and MAP sets' negatives carry the less informative query's BM25:
+    a ranker that reads it would find the positive by construction."""
+    names = ["DRMM v1", "DRMM v2"]
+    triples = pd.DataFrame({"candidate_id": [1, 1], "label": [1, 0]})
+    map_sets = pd.DataFrame(
+        {"candidate_id": [1, 1, 1], "job_id": [7, 8, 9], "label": [1, 0, 0], "bm25_rank": [1, 1, 2]}
+    )
+    for scored in (triples, map_sets):
+        for name in names:
+            scored[score_column_of(name)] = np.linspace(1.0, 0.0, len(scored))
+    rows, _ = paper_protocol(triples, map_sets, names, 10, frozenset({"DRMM v2"}))
+    v1, v2 = rows[1], rows[2]
+    assert (v1.accuracy, v1.map) == (1.0, 1.0)
+    assert (v2.accuracy, v2.map) == (None, None) and v2.diversity == v1.diversity
+    reading = report()
+    reading.protocol.append(v2)
+    reading.curve = [CurvePoint(900, 9000, None, None, 0.3, 4)]
+    text = reading.format()
+    assert text.count(READS_BM25_NOTE) == 2  # the protocol's table and the learning curve's
+    assert "DRMM v2" in text and "protocol.drmm_v2.map" not in metrics(reading)
+    assert "protocol.drmm_v2.diversity" in metrics(reading)
+
+
 def report() -> EvaluationReport:
     return EvaluationReport(
         k=10,
@@ -108,7 +132,7 @@ def test_findings_say_whether_a_reranker_beats_bm25_significantly():
         GroundTruthRow("DRMM v1", 0.55, 0.6, 6.0, versus_reference=worse, p_holm=0.002)
     )
     text = markdown(judged, "jobrec demo", {})
-    assert "the best MAP@10 is DRMM v1's (0.950)" in text
+    assert "the best MAP@10 of the rankers that do not read BM25 is DRMM v1's (0.950)" in text
     assert "DRMM v1 (P@10 0.550), is worse than BM25's own order, significantly" in text
     assert "-0.050" in text and "[-0.080, -0.020]" in text  # the paired table
     noise = PairedDifference(0.01, -0.02, 0.04, 0.4, 20, 10, 20)

@@ -38,6 +38,10 @@ def test_a_new_reranker_is_one_decorated_class_and_one_config_entry():
     class OverlapScorer:
         name: str = "Overlap"
 
+        @property
+        def reads(self) -> frozenset[str]:
+            return frozenset({"unigrams"})
+
         def score(self, frame: pd.DataFrame) -> np.ndarray:
             return frame["unigrams"].to_numpy(dtype=np.float64)
 

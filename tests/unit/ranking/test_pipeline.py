@@ -37,6 +37,10 @@ class JobIdScorer:
 
     name: str = "job id"
 
+    @property
+    def reads(self) -> frozenset[str]:
+        return frozenset({"job_id"})
+
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         return frame["job_id"].to_numpy(dtype=np.float64)
 
