@@ -10,16 +10,17 @@ unigrams/bigrams of every job against the query (`features.matching.document_fea
 matrix product), the rows in the registered model's input shape, the DRMM scores
 (`jobrec_scoring.model.score_frame`, the pyfunc's own code) and the top 10. The WMD baseline
 scores the same jobs with `ranking.scorers.WmdScorer` (gensim-equal WMD). A configuration
-with profile features (v5) also computes them per request (`features.profile`): the text
-similarity to the candidate's own jobs (--own-jobs) and the interest graph's two-step walks,
-each job with --neighbours graph neighbours. Vectors: a synthetic vocabulary of the demo's
-size (or --vectors, a gensim KeyedVectors file), words drawn with Zipf frequencies as in
-text; sizes default to the demo's (median query 52 words, mean job 127 words). Each job's
-words are held as vocabulary ids, as `jobrec serve` holds them (`ranking.factory.
-with_word_ids`, looked up once at start-up); `--word-strings` passes the words themselves
-(object arrays of `str`, as a Spark pool gives them) to time the lookup too. The network's
-weights do not change its cost, so it is freshly initialised from conf/. What start-up built
-is frozen out of the garbage collector's scans, as `jobrec serve` does (`platform.heap`).
+with profile features (v5, v10) also computes those it reads per request
+(`features.profile`, as the served pipeline does): the text similarity to the candidate's
+own jobs (--own-jobs), the interest graph's two-step walks, each job with --neighbours graph
+neighbours, and so on. Vectors: a synthetic vocabulary of the demo's size (or --vectors, a
+gensim KeyedVectors file), words drawn with Zipf frequencies as in text; sizes default to
+the demo's (median query 52 words, mean job 127 words). Each job's words are held as
+vocabulary ids, as `jobrec serve` holds them (`ranking.factory.with_word_ids`, looked up
+once at start-up); `--word-strings` passes the words themselves (object arrays of `str`, as
+a Spark pool gives them) to time the lookup too. The network's weights do not change its
+cost, so it is freshly initialised from conf/. What start-up built is frozen out of the
+garbage collector's scans, as `jobrec serve` does (`platform.heap`).
 """
 
 from __future__ import annotations
@@ -133,11 +134,15 @@ def rerank(
     # each word's share of the candidate's jobs (read by a gate with `gate_share`, v8)
     columns["query_job_share"] = [np.linspace(1.0, 0.2, len(query), dtype=np.float32)] * len(docs)
     columns["bm25"] = np.linspace(20, 5, len(docs), dtype=np.float32)
-    if any(name in PROFILE_FEATURES for name in model.spec.extras):
+    # the profile features the model reads, as the served pipeline computes them
+    # (`ranking.factory.featured_pool`)
+    reads = set(model.spec.extras)
+    if reads & set(PROFILE_FEATURES):
         texts = [np.asarray(d) for d in docs]
         columns["profile_tfidf"], columns["profile_w2v"], own_weights = text_similarities(
             vocabulary, profile.own_texts, texts
         )
+    if "co_interest" in reads:
         columns["co_interest"] = co_interest_scores(
             [n for n, _ in profile.own_links],
             [c for _, c in profile.own_links],
@@ -149,12 +154,13 @@ def rerank(
             profile.own_jobs,
             own_weights,
         )
+    if "profile_behaviour" in reads:
         columns["profile_behaviour"] = behaviour_similarity(
             profile.own_behaviour, profile.pool_behaviour, 0, own_weights
         )
-        # the normalised title occupations, a handful per candidate and pool (v10)
+    if "occupation_agreement" in reads:  # a handful of title occupations per candidate and pool
         columns["occupation_agreement"] = occupation_agreement(
-            np.arange(len(profile.own_texts)) % 3, own_weights, np.arange(len(texts)) % 7
+            np.arange(len(profile.own_texts)) % 3, own_weights, np.arange(len(docs)) % 7
         )
     # the rows in the registered model's input shape, built at once (not column by column),
     # from the arrays as they are (`copy=False`: pandas would copy them into 2-d blocks)

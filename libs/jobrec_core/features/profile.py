@@ -30,7 +30,7 @@ word, job or neighbour; :func:`with_profile_features` runs it per candidate in S
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -470,11 +470,16 @@ def _arrays(values: Iterable[object], dtype: type) -> list[np.ndarray]:
     ]
 
 
-def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, np.ndarray]:
+def profile_features(
+    group: pd.DataFrame, vocabulary: Vocabulary, wanted: Collection[str] = PROFILE_FEATURES
+) -> dict[str, np.ndarray]:
     """One candidate's rows: its pool (`_profile_role` "pool") and its own jobs ("own"),
     each with `job_id`, `doc_tokens` (or their ids, `doc_ids`) and the job's interest-graph
-    row -> the :data:`PROFILE_FEATURES` of each pool row, in the pool rows' order. The two kinds of
-    rows are told apart in the columns' arrays, not as two frames."""
+    row -> the `wanted` :data:`PROFILE_FEATURES` of each pool row, in the pool rows' order.
+    The two kinds of rows are told apart in the columns' arrays, not as two frames. The
+    text similarities are always computed: they give the own jobs' weights the others use.
+    Serving one model computes what it reads (`ranking.factory.featured_pool`); the pairs
+    and the evaluation, all of them."""
     role = group[PROFILE_ROLE].to_numpy()
     own, pool = role == "own", role == "pool"
     column = document_column(group)
@@ -483,11 +488,28 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
     tfidf, w2v, own_weights = text_similarities(
         vocabulary, _arrays(texts[own], kind), _arrays(texts[pool], kind)
     )
+    features = {"profile_tfidf": tfidf, "profile_w2v": w2v}
+    if "co_interest" in wanted:
+        features["co_interest"] = _co_interest(group, own, pool, own_weights)
+    if "profile_behaviour" in wanted:
+        features["profile_behaviour"] = _behaviour(group, own, pool, own_weights)
+    if "occupation_agreement" in wanted:
+        occupations = _occupations(group)
+        features["occupation_agreement"] = occupation_agreement(
+            occupations[own], own_weights, occupations[pool]
+        )
+    return {name: features[name] for name in PROFILE_FEATURES if name in wanted}
+
+
+def _co_interest(
+    group: pd.DataFrame, own: np.ndarray, pool: np.ndarray, own_weights: np.ndarray
+) -> np.ndarray:
+    """`co_interest` of the pool rows (:func:`co_interest_scores`) from the graph's rows."""
     neighbours, counts = group["neighbours"].to_numpy(), group["counts"].to_numpy()
     jobs = group["job_id"].to_numpy(dtype=np.int64)
     sequences = group["sequence_job_ids"].to_numpy()[pool]
     sequence = sequences[0] if len(sequences) else None
-    co_interest = co_interest_scores(
+    return co_interest_scores(
         _arrays(neighbours[own], np.int64),
         _arrays(counts[own], np.int64),
         _arrays(neighbours[pool], np.int64),
@@ -498,24 +520,20 @@ def profile_features(group: pd.DataFrame, vocabulary: Vocabulary) -> dict[str, n
         np.asarray(sequence if sequence is not None else [], dtype=np.int64),
         own_weights,
     )
+
+
+def _behaviour(
+    group: pd.DataFrame, own: np.ndarray, pool: np.ndarray, own_weights: np.ndarray
+) -> np.ndarray:
+    """`profile_behaviour` of the pool rows, in the candidate's fold (`features.behaviour`)."""
     vectors = group[BEHAVIOUR_VECTORS].to_numpy()
     fold = candidate_folds(_fold_owner(group, pool))
-    behaviour = behaviour_similarity(
+    return behaviour_similarity(
         _arrays(vectors[own], np.float32),
         _arrays(vectors[pool], np.float32),
         int(fold[0]) if fold.size else 0,
         own_weights,
     )
-    occupations = _occupations(group)
-    return {
-        "profile_tfidf": tfidf,
-        "profile_w2v": w2v,
-        "co_interest": co_interest,
-        "profile_behaviour": behaviour,
-        "occupation_agreement": occupation_agreement(
-            occupations[own], own_weights, occupations[pool]
-        ),
-    }
 
 
 def _fold_owner(group: pd.DataFrame, pool: np.ndarray) -> np.ndarray:
@@ -539,16 +557,18 @@ def _occupations(rows: pd.DataFrame) -> np.ndarray:
     return rows[TITLE_OCCUPATION].to_numpy(dtype=object)
 
 
-def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
+def add_profile_features(
+    frame: pd.DataFrame, vocabulary: Vocabulary, wanted: Sequence[str] = PROFILE_FEATURES
+) -> pd.DataFrame:
     """Rows of any number of candidates (pool and own rows, see :func:`profile_features`)
-    -> their pool rows with the features, candidate by candidate, the own rows and the
-    graph's columns dropped (an empty frame too: its features are empty float32 columns). The
-    features are computed per candidate and the frame is sliced once at the end (a request's
-    one candidate is not split off at all)."""
+    -> their pool rows with the `wanted` features, candidate by candidate, the own rows and
+    the graph's columns dropped (an empty frame too: its features are empty float32
+    columns). The features are computed per candidate and the frame is sliced once at the
+    end (a request's one candidate is not split off at all)."""
     is_pool = frame[PROFILE_ROLE].to_numpy() == "pool"
     groups = sorted(frame.groupby("candidate_id", sort=False).indices.values(), key=min)
     features = [
-        profile_features(frame if len(rows) == len(frame) else frame.take(rows), vocabulary)
+        profile_features(frame if len(rows) == len(frame) else frame.take(rows), vocabulary, wanted)
         for rows in groups
     ]
     pool_rows = [rows[is_pool[rows]] for rows in groups]
@@ -556,7 +576,7 @@ def add_profile_features(frame: pd.DataFrame, vocabulary: Vocabulary) -> pd.Data
         name: np.concatenate([f[name] for f in features]).astype(np.float32, copy=False)
         if features
         else np.zeros(0, dtype=np.float32)
-        for name in PROFILE_FEATURES
+        for name in wanted
     }
     kept = frame.take(np.concatenate(pool_rows) if groups else np.zeros(0, dtype=np.int64))
     # `infer_objects`: the own rows' nulls made the pool's numbers objects, and they left

@@ -26,7 +26,12 @@ from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.features.histograms import DOC_IDS, Vocabulary
-from jobrec_core.features.matching import WordsAndIdf, document_tokens, idf_vocabulary
+from jobrec_core.features.matching import (
+    PROFILE_FEATURES,
+    WordsAndIdf,
+    document_tokens,
+    idf_vocabulary,
+)
 from jobrec_core.features.neighbours import InterestMemory
 from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.features.queries import candidate_queries
@@ -300,19 +305,23 @@ def featured_pool(
     inputs: PipelineInputs,
     sink: RetrievalSink = keep_in_memory,
     retriever: Retriever | None = None,
+    reads: frozenset[str] | None = None,
 ) -> Pipeline:
     """The pool of `retriever` (default `retrieval.retriever`) with the text and the
-    features every re-ranker reads."""
+    features: every re-ranker's, or, with `reads` (`Scorer.reads`), the profile features
+    among them and none when they name none (the candidate's own jobs are then not even
+    looked up). The features computed are the same either way, so are the scores."""
     first = retriever_step(config, inputs, sink, retriever)
-    profile = ProfileFeatures(inputs.vectors_file, inputs.words_and_idf)
+    wanted = tuple(f for f in PROFILE_FEATURES if reads is None or f in reads)
     features = DrmmFeatures(inputs.vectors_file, inputs.words_and_idf, config.histograms.bins)
-    return (
-        first
-        >> DocumentText(inputs.tokens)
-        >> ProfileRows(inputs.tokens, inputs.graph)
-        >> profile
-        >> features
-    )
+    pool = first >> DocumentText(inputs.tokens)
+    if wanted:
+        pool = (
+            pool
+            >> ProfileRows(inputs.tokens, inputs.graph)
+            >> ProfileFeatures(inputs.vectors_file, inputs.words_and_idf, wanted)
+        )
+    return pool >> features
 
 
 def rerank_pipeline(
@@ -324,7 +333,7 @@ def rerank_pipeline(
     """`retrieval.retriever`'s pool re-ranked by `scorer`, the top `evaluation.k`: what is
     recommended (:data:`RECOMMENDED_COLUMNS`)."""
     return (
-        featured_pool(config, inputs, sink)
+        featured_pool(config, inputs, sink, reads=scorer.reads)
         >> Reranker(scorer) % config.evaluation.k
         >> Columns(RECOMMENDED_COLUMNS)
     )

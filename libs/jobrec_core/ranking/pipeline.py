@@ -42,7 +42,7 @@ from pyspark.sql import functions as F
 from jobrec_core.config import RetrievalConfig
 from jobrec_core.features.matching import (
     FEATURE_COLUMNS,
-    PROFILE_COLUMNS,
+    PROFILE_FEATURES,
     WordsAndIdf,
     add_features,
     idf_vocabulary,
@@ -753,21 +753,29 @@ class ProfileFeatures(QueryStep):
     """Adds the candidate-profile features (`features.matching.PROFILE_FEATURES`, from
     `features.profile` and `features.behaviour`): each pool job against the candidate's own
     jobs' text, through the interest graph and by the jobs' behaviour vectors, from the rows
-    :class:`ProfileRows` added, which then leave."""
+    :class:`ProfileRows` added, which then leave. `features`: which of them (all by default;
+    a pipeline that serves one model, those it reads)."""
 
     vectors_file: str
     words_and_idf: WordsAndIdf
+    features: tuple[str, ...] = PROFILE_FEATURES
+
+    def __post_init__(self) -> None:
+        unknown = set(self.features) - set(PROFILE_FEATURES)
+        if unknown or not self.features:
+            raise ValueError(f"profile features {self.features}: choose from {PROFILE_FEATURES}")
 
     def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         vocabulary = idf_vocabulary(self.vectors_file, self.words_and_idf)
-        return add_profile_features(frame, vocabulary).reset_index(drop=True)
+        return add_profile_features(frame, vocabulary, self.features).reset_index(drop=True)
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         return PerQuery((self,)).transform_spark(frame)
 
     def spark_fields(self, fields: list[str]) -> list[str]:
         gone = {PROFILE_ROLE, *GRAPH_COLUMNS}
-        return [*(f for f in fields if field_name(f) not in gone), *_quoted(PROFILE_COLUMNS)]
+        added = [f"`{name}` FLOAT" for name in self.features]
+        return [*(f for f in fields if field_name(f) not in gone), *added]
 
 
 @dataclass(frozen=True)

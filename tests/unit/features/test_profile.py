@@ -4,12 +4,19 @@ candidate's own row, and the text similarities."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
+from jobrec_core.features.behaviour import BEHAVIOUR_VECTORS
 from jobrec_core.features.histograms import Vocabulary
+from jobrec_core.features.matching import PROFILE_FEATURES
+from jobrec_core.features.occupations import TITLE_OCCUPATION
 from jobrec_core.features.profile import (
     COHERENCE_FLOOR,
+    PROFILE_ROLE,
+    add_profile_features,
     co_interest_scores,
     document_vectors,
+    profile_features,
     profile_vector,
     text_similarities,
 )
@@ -332,3 +339,37 @@ def test_a_further_training_list_reads_its_candidates_behaviour_fold_not_its_ids
     assert owner.tolist() == [42] and owner.dtype == np.int64
     # a candidate's own query has no owner column: its id is its fold's key
     assert _fold_owner(group.drop(columns=[FOLD_OWNER]), pool).tolist() == [987654321]
+
+
+def test_a_subset_of_the_profile_features_is_the_same_floats_as_the_whole():
+    """Serving one model computes only the profile features it reads (`wanted`); each is the
+    same as when all are computed, and the others are absent."""
+    words = np.array(["nurse", "patient", "care", "truck", "driver"])
+    vocabulary = Vocabulary(words, np.eye(5, dtype=np.float32), np.ones(5, dtype=np.float32))
+    rng = np.random.default_rng(3)
+    texts = [["nurse", "patient"], ["nurse", "care"], ["patient", "care"], ["truck", "driver"]]
+    rows = pd.DataFrame(
+        {
+            "candidate_id": [1, 1, 1, 1],
+            PROFILE_ROLE: ["own", "own", "pool", "pool"],
+            "job_id": [10, 11, 12, 13],
+            "doc_tokens": [np.array(t, dtype=object) for t in texts],
+            "neighbours": [np.array([12]), np.array([12, 13]), np.array([10]), None],
+            "counts": [np.array([2]), np.array([1, 1]), np.array([2]), None],
+            "interested": [3, 2, 2, 1],
+            "sequence_job_ids": [None, None, np.array([10, 11]), np.array([10, 11])],
+            BEHAVIOUR_VECTORS: [rng.standard_normal(8).astype(np.float32) for _ in texts],
+            TITLE_OCCUPATION: ["29-1141.00", "29-1141.00", "29-1141.00", "53-3032.00"],
+        }
+    )
+    whole = profile_features(rows, vocabulary)
+    assert list(whole) == list(PROFILE_FEATURES)
+    for wanted in (("profile_tfidf",), ("profile_w2v", "co_interest", "occupation_agreement")):
+        part = profile_features(rows, vocabulary, wanted)
+        assert list(part) == list(wanted)
+        for name in wanted:
+            np.testing.assert_array_equal(part[name], whole[name])
+    added = add_profile_features(rows, vocabulary, ("co_interest",))
+    assert "profile_behaviour" not in added and added["co_interest"].tolist() == list(
+        whole["co_interest"].astype(np.float32)
+    )
