@@ -8,6 +8,7 @@ with BM25, so it is reported as the paper's protocol, not as the judge.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +19,7 @@ from pyspark.sql import functions as F
 
 from jobrec_core.features.matching import DOCUMENT_FEATURES, PROFILE_FEATURES
 from jobrec_core.ranking.metrics import (
+    NO_DOCUMENT,
     Ranked,
     average_precision_at_k,
     diversity,
@@ -92,6 +94,23 @@ def bm25_map_order(label: np.ndarray, bm25_rank: np.ndarray) -> np.ndarray:
 def ranked_by(scored: pd.DataFrame, column: str) -> Ranked:
     """The rows ranked by `column` within each candidate (ties: the lower job id)."""
     return _ranked(scored, scored[column].to_numpy())
+
+
+def with_empty_pools(
+    scored: pd.DataFrame, candidates: np.ndarray, rankers: Sequence[str]
+) -> pd.DataFrame:
+    """`scored` (labelled pool rows, a score column per ranker of `rankers`) with one
+    unjudged placeholder row (job :data:`NO_DOCUMENT`, label 0, every score -inf) for each of
+    `candidates` that has none: a candidate whose pool came back empty ranks nothing and
+    finds nothing, and is counted as such in every ranker's figures and paired differences,
+    instead of leaving the sample."""
+    missing = np.setdiff1d(candidates, scored["candidate_id"].to_numpy())
+    if not len(missing):
+        return scored
+    placeholder = pd.DataFrame({"candidate_id": missing, "job_id": NO_DOCUMENT, "label": 0})
+    for name in rankers:
+        placeholder[score_column_of(name)] = -np.inf
+    return pd.concat([scored, placeholder], ignore_index=True)
 
 
 def _ranked(scored: pd.DataFrame, score: np.ndarray) -> Ranked:

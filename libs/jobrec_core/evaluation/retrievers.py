@@ -29,7 +29,7 @@ from typing import Any, Final
 import numpy as np
 import pandas as pd
 
-from jobrec_core.evaluation.protocols import ranked_by
+from jobrec_core.evaluation.protocols import ranked_by, with_empty_pools
 from jobrec_core.features.neighbours import InterestMemory, nearest, neighbour_votes
 from jobrec_core.ranking.interpolation import best_alpha, interpolate
 from jobrec_core.ranking.metrics import (
@@ -124,13 +124,7 @@ def judged_pool(scored: pd.DataFrame, rankers: list[str], candidates: np.ndarray
     """Labelled pool rows (`candidate_id, job_id, label`, a score column per ranker) of the
     `candidates` (sorted ids; every retriever is judged on the same ones) -> the rankings.
     A candidate whose pool came back empty ranks nothing and finds nothing."""
-    kept = scored[scored["candidate_id"].isin(candidates)]
-    missing = np.setdiff1d(candidates, kept["candidate_id"].to_numpy())
-    if len(missing):  # an empty pool: one unjudged placeholder row keeps the pairing
-        placeholder = pd.DataFrame({"candidate_id": missing, "job_id": -1, "label": 0})
-        for name in rankers:
-            placeholder[score_column_of(name)] = -np.inf
-        kept = pd.concat([kept, placeholder], ignore_index=True)
+    kept = with_empty_pools(scored[scored["candidate_id"].isin(candidates)], candidates, rankers)
     ranked = {name: ranked_by(kept, score_column_of(name)) for name in rankers}
     first = next(iter(ranked.values()))
     relevant = np.add.reduceat((first.label > 0).astype(np.float64), first.starts)

@@ -57,7 +57,12 @@ from jobrec_core.evaluation.held_out import (
     held_out_interest,
     with_held_out_label,
 )
-from jobrec_core.evaluation.protocols import BM25, paper_protocol, triple_documents
+from jobrec_core.evaluation.protocols import (
+    BM25,
+    paper_protocol,
+    triple_documents,
+    with_empty_pools,
+)
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.evaluation.retrievers import (
     BM25_RETRIEVER,
@@ -346,6 +351,7 @@ def run_ground_truth(
         log.info("ground truth: skipped (no generator ground truth, or 0 candidates asked for)")
         return None
     queries = queries_of(config, inputs, held_out_candidates(spark, config, count)).cache()
+    asked = _candidate_ids(queries)
     truth = read_delta(spark, truth_path)
     labelled = _scored_pools(
         spark,
@@ -364,7 +370,12 @@ def run_ground_truth(
 
     def judged(rankers: list[str], baseline: str | None = None) -> GroundTruth:
         return ground_truth(
-            labelled, rankers, settings.k, settings.bootstrap_resamples, config.run.seed, baseline
+            with_empty_pools(labelled, asked, rankers),
+            rankers,
+            settings.k,
+            settings.bootstrap_resamples,
+            config.run.seed,
+            baseline,
         )
 
     curve_names = [scorer.name for scorer in curve]
@@ -377,6 +388,12 @@ def run_ground_truth(
         )
     measured = judged(names, settings.paired_baseline)
     return measured, judged([names[0], *curve_names]) if curve_names else None, labelled
+
+
+def _candidate_ids(queries: DataFrame) -> np.ndarray:
+    """The queries' candidates, sorted: those an experiment measures, whether or not their
+    pool comes back (`protocols.with_empty_pools`)."""
+    return np.sort(_collect(queries.select("candidate_id"))["candidate_id"].to_numpy())
 
 
 # --- 4. held-out interest -----------------------------------------------------------------------
@@ -392,6 +409,7 @@ def run_held_out(
         return None
     candidates = held_out_candidates(spark, config, settings.held_out_candidates)
     queries = queries_of(config, inputs, candidates, hold_out=True).cache()
+    asked = _candidate_ids(queries)
     labelled = _scored_pools(
         spark,
         config,
@@ -402,9 +420,10 @@ def run_held_out(
         lambda scored: with_held_out_label(scored, queries),
     )
     queries.unpersist()
+    names = [scorer.name for scorer in rankers]
     measured = held_out_interest(
-        labelled,
-        [scorer.name for scorer in rankers],
+        with_empty_pools(labelled, asked, names),
+        names,
         settings.k,
         config.retrieval.top_k,
         settings.bootstrap_resamples,
@@ -485,7 +504,7 @@ def run_retrievers(
         inputs,
         rankers,
         held_out_queries,
-        np.sort(_collect(held_out_queries.select("candidate_id"))["candidate_id"]),
+        _candidate_ids(held_out_queries),
         "held_out",
         lambda frame: with_held_out_label(frame, held_out_queries),
         (scored.held_out, scored.held_out_candidates),

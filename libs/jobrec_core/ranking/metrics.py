@@ -155,15 +155,22 @@ def top_k(ranked: Ranked, k: int) -> list[np.ndarray]:
     return [ranked.document[s:e] for s, e in zip(ranked.starts, ends, strict=True)]
 
 
+# The document of a query's placeholder row: a query whose pool came back empty keeps one
+# unjudged row, so that it stays in every ranker's paired comparison (it finds nothing).
+NO_DOCUMENT = -1
+
+
 def diversity(model_top: list[np.ndarray], reference_top: list[np.ndarray], k: int) -> float:
     """The paper's §7.5 measure: k minus the documents two top-k lists share, averaged over
-    queries; in [0, k]. Against BM25's top k it says how much a re-ranker changed."""
-    if not model_top:
-        return float("nan")
+    queries; in [0, k]. Against BM25's top k it says how much a re-ranker changed. A query
+    with nothing to rank (its reference top holds only :data:`NO_DOCUMENT`) changes nothing
+    and is left out; NaN without any other."""
     shared = [
-        np.intersect1d(a[:k], b[:k]).size for a, b in zip(model_top, reference_top, strict=True)
+        np.intersect1d(a[:k], b[:k]).size
+        for a, b in zip(model_top, reference_top, strict=True)
+        if not (b.size == 1 and b[0] == NO_DOCUMENT)
     ]
-    return float(k - np.mean(shared))
+    return float(k - np.mean(shared)) if shared else float("nan")
 
 
 def mean_average_precision(

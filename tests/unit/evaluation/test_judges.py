@@ -9,6 +9,7 @@ import pytest
 
 from jobrec_core.evaluation.ground_truth import GroundTruthRow, ground_truth
 from jobrec_core.evaluation.held_out import Agreement, agreement, held_out_interest
+from jobrec_core.evaluation.protocols import with_empty_pools
 
 
 def test_ground_truth_measures_each_ranker_against_the_reference_and_the_ceiling():
@@ -119,3 +120,35 @@ def test_held_out_interest_finds_where_each_ranker_puts_the_held_out_job():
     assert isinstance(measured_agreement, Agreement) and measured_agreement.rankers == 3
     assert measured_agreement.spearman == pytest.approx(1.0)
     assert measured_agreement.kendall == pytest.approx(1.0)
+
+
+def test_a_candidate_whose_pool_came_back_empty_counts_as_finding_nothing():
+    """Experiments 3 and 4 measure every candidate asked for (`with_empty_pools`): one whose
+    pool is empty ranks nothing, lowers every ranker's P@10 and held-out figures alike, and
+    is left out of the diversity, which it would otherwise count as nine changed jobs."""
+    rows = [
+        {
+            "candidate_id": candidate,
+            "job_id": job,
+            "label": int(job < 5),
+            "score_bm25": float((job * 7 + candidate) % 20),
+            "score_oracle": float(job < 5),
+        }
+        for candidate in range(100)
+        for job in range(20)
+    ]
+    scored = pd.DataFrame(rows)
+    asked = np.arange(101)  # candidate 100's pool came back empty
+    rankers = ["BM25", "Oracle"]
+    whole = ground_truth(scored, rankers, 10, 500, 5)
+    measured = ground_truth(with_empty_pools(scored, asked, rankers), rankers, 10, 500, 5)
+    assert (whole.candidates, measured.candidates) == (100, 101)
+    oracle = measured.rows[1]
+    assert oracle.precision == pytest.approx(0.5 * 100 / 101)
+    assert oracle.ndcg == pytest.approx(100 / 101) and measured.ceiling.mean < 0.5
+    assert oracle.diversity == whole.rows[1].diversity and measured.rows[0].diversity == 0.0
+    versus = oracle.versus_reference
+    assert versus is not None and versus.wins + versus.ties + versus.losses == 101
+    held = held_out_interest(with_empty_pools(scored, asked, rankers), rankers, 10, 20, 500, 3)
+    assert held.candidates == 101 and held.found == pytest.approx(100 / 101)
+    assert with_empty_pools(scored, np.arange(100), rankers) is scored  # nothing missing
