@@ -70,7 +70,7 @@ def test_the_papers_protocol_without_triples_or_map_sets_gives_nan_rows():
     assert [row.ranker for row in rows] == ["BM25", "DRMM v1"]
     assert rows[0].accuracy is None
     for row in rows:
-        assert np.isnan(row.map) and np.isnan(row.diversity)
+        assert row.map is not None and np.isnan(row.map) and np.isnan(row.diversity)
     assert rows[1].accuracy is not None and np.isnan(rows[1].accuracy)
 
 
