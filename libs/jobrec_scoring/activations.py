@@ -3,11 +3,12 @@ every CPU, at the speed of the fastest library kernel.
 
 Scoring 100 jobs runs tanh ten times over about 52,000 float32 values (ten layers of ten
 units over 52 terms x 100 jobs), so the kernel decides much of a re-ranking request. The
-libraries' kernels are either fast or the same everywhere, not both: torch's (SLEEF, 0.5 ulp)
-takes 130 us a layer on one thread; numpy's takes 20 us on an AVX-512 EPYC through Intel's
-SVML and 1.5 times torch's time on an AVX2 EPYC through its table lookups; and each rounds
-otherwise on another instruction set, so the pinned code path (:mod:`jobrec_scoring.numerics`)
-had to give up numpy's AVX-512 kernel, which made a pinned request 2.7 times as long there.
+libraries' kernels are fast on some CPUs and slow on others, and each rounds its own way:
+torch's (SLEEF, 0.5 ulp) takes 130 us a layer on one thread; numpy's takes 20 us on an
+AVX-512 EPYC (its AVX-512 and its AVX2 loops alike) but was measured at 1.5 times torch's
+time on an AVX2 EPYC. Either gives the same floats on every CPU only on the pinned code path
+(:mod:`jobrec_scoring.numerics`), which had taken torch's: a pinned request took 2.7 times
+as long as the CPU's own on an AVX-512 EPYC.
 
 This kernel is a rational function, evaluated with IEEE additions, multiplications and one
 division per value and no fused multiply-add (numba fuses only under `fastmath`). Each of those
