@@ -108,6 +108,8 @@ def with_empty_pools(
     if not len(missing):
         return scored
     placeholder = pd.DataFrame({"candidate_id": missing, "job_id": NO_DOCUMENT, "label": 0})
+    if "real_ad" in scored.columns:  # no job: no real ad either (the real-ad slice)
+        placeholder["real_ad"] = False
     for name in rankers:
         placeholder[score_column_of(name)] = -np.inf
     return pd.concat([scored, placeholder], ignore_index=True)

@@ -246,9 +246,9 @@ def run_learning_curve(
     ]
     if subsets:
         write_delta(reduce(DataFrame.unionByName, subsets), subsets_path, partition_by=["split"])
-    # dev accuracy and MAP say nothing of a model that reads BM25 (`ProtocolRow`)
-    version = config.model.versions[config.evaluation.curve_model]
-    fair = BM25_COLUMN not in version.extras and not version.bm25_mix
+    # dev accuracy and MAP say nothing of a model that reads BM25 (`ProtocolRow`); they are
+    # the network's own, before any mix with BM25
+    fair = BM25_COLUMN not in config.model.versions[config.evaluation.curve_model].extras
     points = []
     for used, asked in sizes:
         log.info("learning curve: %s on %d candidates", config.evaluation.curve_model, used)

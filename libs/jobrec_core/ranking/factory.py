@@ -310,7 +310,11 @@ def featured_pool(
     """The pool of `retriever` (default `retrieval.retriever`) with the text and the
     features: every re-ranker's, or, with `reads` (`Scorer.reads`), the profile features
     among them and none when they name none (the candidate's own jobs are then not even
-    looked up). The features computed are the same either way, so are the scores."""
+    looked up). The features computed are the same floats either way. Without the profile
+    rows, a request's rows stay in the pool's order where the grouped pass sorts them by
+    job: a score that sums over a query's rows (`scorers.Bm25Mix`) could then differ in its
+    last bits online and in a batch (docs/KNOWN_ISSUES.md; no configuration mixes BM25
+    without reading a profile feature)."""
     first = retriever_step(config, inputs, sink, retriever)
     wanted = tuple(f for f in PROFILE_FEATURES if reads is None or f in reads)
     features = DrmmFeatures(inputs.vectors_file, inputs.words_and_idf, config.histograms.bins)

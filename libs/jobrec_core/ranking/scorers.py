@@ -229,10 +229,7 @@ class DrmmScorer:
     name: str
     model_bytes: Broadcast | bytes
     digest: str  # of the bytes: the worker's cache key
-
-    @property
-    def reads(self) -> frozenset[str]:
-        return frozenset(input_columns(self._model()))
+    reads: frozenset[str]  # the model's input columns, known where the model was
 
     def score(self, frame: pd.DataFrame) -> np.ndarray:
         from jobrec_scoring.model import score_frame
@@ -287,6 +284,6 @@ def drmm_scorer(spark: SparkSession | None, name: str, model: Drmm) -> Scorer:
     payload = save_model_bytes(model)
     digest = hashlib.sha256(payload).hexdigest()
     shipped = payload if spark is None else spark.sparkContext.broadcast(payload)
-    scorer = DrmmScorer(name, shipped, digest)
+    scorer = DrmmScorer(name, shipped, digest, frozenset(input_columns(model)))
     alpha = model.spec.bm25_alpha
     return Bm25Mix(scorer, alpha) if alpha < 1.0 else scorer

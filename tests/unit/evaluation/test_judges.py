@@ -152,3 +152,5 @@ def test_a_candidate_whose_pool_came_back_empty_counts_as_finding_nothing():
     held = held_out_interest(with_empty_pools(scored, asked, rankers), rankers, 10, 20, 500, 3)
     assert held.candidates == 101 and held.found == pytest.approx(100 / 101)
     assert with_empty_pools(scored, np.arange(100), rankers) is scored  # nothing missing
+    real = with_empty_pools(scored.assign(real_ad=scored["job_id"] == 0), asked, rankers)
+    assert real["real_ad"].dtype == bool and not real["real_ad"].iloc[-1]
