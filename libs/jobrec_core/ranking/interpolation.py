@@ -25,13 +25,20 @@ ALPHA_GRID = tuple(round(0.05 * step, 2) for step in range(21))
 
 def zscores(query: np.ndarray, values: np.ndarray) -> np.ndarray:
     """`values` standardised within each query (population standard deviation); 0 for every
-    document of a query whose values are all equal."""
+    document of a query whose values are all equal.
+
+    The same bits whatever the order of the rows: each query's sums run over its values in
+    ascending order, not in the rows' (an online request keeps its pool's order, Spark's
+    grouped pass sorts by job, and a float sum depends on its order)."""
     values = np.asarray(values, dtype=np.float64)
     if len(values) == 0:
         return values
     _, owner, sizes = np.unique(np.asarray(query), return_inverse=True, return_counts=True)
-    centred = values - (np.bincount(owner, weights=values) / sizes)[owner]
-    spread = np.sqrt(np.bincount(owner, weights=centred * centred) / sizes)[owner]
+    ascending = np.lexsort((values, owner))  # by query, then by value: one order for any input
+    means = np.bincount(owner[ascending], weights=values[ascending]) / sizes
+    centred = values - means[owner]
+    squares = (centred * centred)[ascending]  # centred values keep the values' order
+    spread = np.sqrt(np.bincount(owner[ascending], weights=squares) / sizes)[owner]
     return np.divide(centred, spread, out=np.zeros_like(centred), where=spread > 1e-12)
 
 
