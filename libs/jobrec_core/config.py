@@ -323,11 +323,14 @@ class HistogramsConfig(_Section):
 
 class PairsConfig(_Section):
     candidates_limit: int | None = Field(gt=0)
-    train: int | Literal["all"]
+    train: int = Field(ge=0)
     dev: int = Field(ge=0)
     test: int = Field(ge=0)
     map_dev: int = Field(ge=0)
     map_test: int = Field(ge=0)
+    # The share of the hash space whose candidates no pair is built from: the evaluations'
+    # (`pairs.splits.SplitRule`).
+    evaluation_share: float = Field(gt=0, lt=1)
     map_positives: int = Field(gt=0)
     map_negatives: int = Field(gt=0)
     pool_negatives: int = Field(gt=0)
@@ -426,7 +429,9 @@ class TrainingConfig(_Section):
 
 
 class PromotionConfig(_Section):
-    min_accuracy: float = Field(ge=0, le=1)
+    # The sanity floor, even for a first model and even over a champion: the challenger's mean
+    # held-out log-rank score on the test pools minus the retriever's own order's.
+    min_gain_over_retriever: float
     bootstrap_resamples: int = Field(ge=100)
     # the chance that any of a run's gates promotes on noise (`training.promotion.gate_alpha`)
     family_alpha: float = Field(gt=0, lt=1)

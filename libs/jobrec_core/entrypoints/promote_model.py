@@ -7,8 +7,8 @@ Sets the `challenger` alias on the version (default: the one the last jobs/train
 registered), scores it and the current `champion` on the current held-out test sets, and moves
 `champion` only if the challenger's paired gain in the held-out log-rank score is significant
 at `promotion.family_alpha` (this job gates one challenger): sign-flip p below it and the
-bootstrap interval at that level above zero (and its test accuracy is above
-`promotion.min_accuracy`);
+bootstrap interval at that level above zero (and its mean held-out log-rank score is at least
+BM25's order's, `promotion.min_gain_over_retriever`);
 otherwise it says "not promoted: no significant difference" with the figures. The paper's
 accuracy and MAP are printed too. The decision and its numbers are tags of the model version.
 Exit code 0 either way; 1 with `--require-promotion` when not promoted.

@@ -79,6 +79,7 @@ from jobrec_core.evaluation.retrievers import (
 from jobrec_core.features.neighbours import InterestMemory, ivf_index
 from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
 from jobrec_core.models.registry import load_champion, model_entry, model_of
+from jobrec_core.models.splits import current_split_rule
 from jobrec_core.platform import manifest
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import (
@@ -280,18 +281,11 @@ def with_ground_truth(points: list[CurvePoint], rows: list[GroundTruthRow]) -> l
 
 
 def unsplit_candidates(spark: SparkSession, config: JobrecConfig) -> DataFrame:
-    """The cleaned candidates in no split at all: none a model learns on, is selected on
-    (dev) or is promoted on (test)."""
-    pairs = manifest.current(config, "pairs")
-    used = (
-        read_delta(spark, str(pairs["triples"]))
-        .select("candidate_id")
-        .unionByName(read_delta(spark, str(pairs["map_sets"])).select("candidate_id"))
-        .distinct()
-    )
-    return read_delta(spark, table_path(config, "silver", "candidates")).join(
-        used, "candidate_id", "left_anti"
-    )
+    """The cleaned candidates of the evaluations' region of the rule the pairs were built
+    with (`pairs.splits.SplitRule`): none was searched for a pair, so none is one a model
+    learns on, is selected on (dev) or is promoted on (test), whatever pairs are rebuilt."""
+    candidates = read_delta(spark, table_path(config, "silver", "candidates"))
+    return current_split_rule(config).evaluation(candidates)
 
 
 def seeded_sample(frame: DataFrame, seed: int, purpose: str, count: int) -> DataFrame:
@@ -441,7 +435,7 @@ def champion_scorer(
     """The registry's champion as a ranker, named after its configuration when it is one
     of the evaluated models; None (with a warning) when there is no champion yet."""
     try:
-        champion = load_champion(config)
+        champion = load_champion(config, splits=current_split_rule(config).fingerprint)
     except LookupError as error:
         log.warning("evaluation 5/5: skipped: %s", error)
         return None

@@ -129,9 +129,12 @@ class NoChampionError(LookupError):
     Recommendations then serve the retriever's own order (`serving.stage.served_ranker`)."""
 
 
-def load_champion(config: JobrecConfig) -> Champion:
+def load_champion(config: JobrecConfig, *, splits: str | None = None) -> Champion:
     """The registry's champion, by alias; refuses a model trained on other embeddings than
-    the current ones (its histograms would not match). Raises :class:`NoChampionError`."""
+    the current ones (its histograms would not match), and, when `splits` (a split rule's
+    fingerprint) is given, one trained under another split rule: an evaluation passes it, as
+    its candidates may be ones such a model learnt from; serving does not. Raises
+    :class:`NoChampionError`."""
     from jobrec_core.models.registry import model_of
     from jobrec_core.platform.tracking import configure_mlflow, registry_client
 
@@ -152,6 +155,13 @@ def load_champion(config: JobrecConfig) -> Champion:
             f"{settings.model_name} version {current.version} was trained with embeddings "
             f"{trained_on}, the current ones are {embeddings}: retrain and promote a model first"
         )
+    other_splits = None if splits is None else stale_splits(client, current, splits)
+    if other_splits is not None:
+        raise NoChampionError(
+            f"{settings.model_name} version {current.version} was trained under split rule "
+            f"{other_splits}, the current pairs' is {splits}: the evaluation's candidates may "
+            f"be ones it learnt from; retrain and promote a model first"
+        )
     version = str(current.version)
     return Champion(
         settings.model_name,
@@ -161,19 +171,37 @@ def load_champion(config: JobrecConfig) -> Champion:
     )
 
 
+# The training run's tags that name what a model was trained on (`training.stage`).
+EMBEDDINGS_TAG = "embeddings_version"
+SPLIT_RULE_TAG = "split_rule"  # `models.splits.SplitRule.fingerprint`
+
+
 def trained_embeddings(client: MlflowClient, model_version: ModelVersion) -> str | None:
     """The embeddings version a registered model's training run was tagged with (None for a
     model logged outside a training run)."""
-    return training_run_tag(client, model_version, "embeddings_version")
+    return training_run_tag(client, model_version, EMBEDDINGS_TAG)
+
+
+def stale_input(
+    client: MlflowClient, model_version: ModelVersion, tag: str, current: str
+) -> str | None:
+    """What a registered model's training run was tagged with under `tag`, when it is not
+    `current`. None when it is, or for a model logged outside a training run (no record:
+    taken as it is)."""
+    trained_on = training_run_tag(client, model_version, tag)
+    return None if trained_on is None or trained_on == current else trained_on
 
 
 def stale_embeddings(client: MlflowClient, model_version: ModelVersion, current: str) -> str | None:
     """The embeddings a registered model was trained on, when they are not `current`: its
-    histograms and IDFs come from another vocabulary, so it can score no current pool. None
-    when they are current, or for a model logged outside a training run (no record: taken as
-    it is)."""
-    trained_on = trained_embeddings(client, model_version)
-    return None if trained_on is None or trained_on == current else trained_on
+    histograms and IDFs come from another vocabulary, so it can score no current pool."""
+    return stale_input(client, model_version, EMBEDDINGS_TAG, current)
+
+
+def stale_splits(client: MlflowClient, model_version: ModelVersion, current: str) -> str | None:
+    """The split rule a registered model was trained under, when it is not `current`: the
+    current test and evaluation candidates may then be ones it learnt from."""
+    return stale_input(client, model_version, SPLIT_RULE_TAG, current)
 
 
 def trained_configuration(client: MlflowClient, model_version: ModelVersion) -> str | None:

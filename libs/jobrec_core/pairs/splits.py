@@ -9,6 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobrec_core.config import PairsConfig
+from jobrec_core.models.splits import EVALUATION_REGION, REGION_ORDER, SplitRule, hash_position
 
 SPLITS = ("train", "dev", "test", "map_dev", "map_test")
 
@@ -69,44 +70,32 @@ def select_triples(queries: DataFrame, retrieved: DataFrame, seed: int) -> DataF
     )
 
 
-def split_sizes(settings: PairsConfig, available: int) -> dict[str, int]:
-    """How many candidates each split gets out of `available`.
-
-    The evaluation splits get their configured sizes first; `train` gets its size, or every
-    remaining candidate when it is `all`. When there are fewer candidates than asked for,
-    every split shrinks in proportion (the demo data is smaller than the paper's).
-    """
-    fixed = {name: getattr(settings, name) for name in ("dev", "test", "map_dev", "map_test")}
-    if settings.train == "all":
-        budget = available // 2 if sum(fixed.values()) > available // 2 else sum(fixed.values())
-        scale = budget / sum(fixed.values()) if sum(fixed.values()) else 0.0
-        sizes = {name: int(size * scale) for name, size in fixed.items()}
-        return {"train": available - sum(sizes.values()), **sizes}
-    wanted = {"train": int(settings.train), **fixed}
-    total = sum(wanted.values())
-    scale = min(1.0, available / total) if total else 0.0
-    return {name: int(size * scale) for name, size in wanted.items()}
-
-
-def assign_splits(kept: DataFrame, sizes: dict[str, int], seed: int) -> DataFrame:
-    """Adds `split` (null: not used) by the rank of a seeded hash of the candidate id."""
-    ranked = kept.withColumn(
-        "split_rank",
-        F.row_number().over(
-            Window.orderBy(_seeded_hash(seed, "split", "candidate_id"), "candidate_id")
-        ),
+def assign_splits(kept: DataFrame, rule: SplitRule, sizes: Mapping[str, int]) -> DataFrame:
+    """Adds `split` (null: not used): each candidate's region of `rule`, for the first
+    `sizes[region]` candidates of the region by hash position (the rest of a region are
+    unused, never another split)."""
+    region = rule.region()
+    order = Window.partitionBy(region).orderBy(
+        hash_position(rule.seed, "candidate_id"), "candidate_id"
     )
-    split: Column = F.lit(None).cast("string")
-    upper = 0
-    bounds = []
-    for name in ("test", "dev", "map_test", "map_dev", "train"):
-        bounds.append((name, upper, upper + sizes.get(name, 0)))
-        upper += sizes.get(name, 0)
-    for name, low, high in reversed(bounds):
-        split = F.when((F.col("split_rank") > low) & (F.col("split_rank") <= high), name).otherwise(
-            split
+    cap: Column = F.lit(0)
+    for name, size in sizes.items():
+        cap = F.when(region == name, F.lit(size)).otherwise(cap)
+    return (
+        kept.withColumn("split_rank", F.row_number().over(order))
+        .withColumn(
+            "split",
+            F.when((region != EVALUATION_REGION) & (F.col("split_rank") <= cap), region).cast(
+                "string"
+            ),
         )
-    return ranked.withColumn("split", split).drop("split_rank")
+        .drop("split_rank")
+    )
+
+
+def split_sizes(settings: PairsConfig) -> dict[str, int]:
+    """The most candidates each split takes from its region: its configured size."""
+    return {name: int(getattr(settings, name)) for name in REGION_ORDER}
 
 
 def map_documents(selected: DataFrame, positives: int, negatives: int) -> DataFrame:

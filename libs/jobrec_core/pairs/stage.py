@@ -11,8 +11,9 @@ The steps, each a DataFrame -> DataFrame function (paper §6, `docs/PAIRS.md`):
 3. :func:`select_triples`: keep a candidate only if its positive job is in its top 100;
    pick the negative at random (seeded) among the less informative query's results, never
    one of the candidate's own jobs.
-4. :func:`assign_splits`: train / dev / test / map_dev / map_test by the rank of a seeded
-   hash of the candidate id: the same kept candidates and seed give the same splits.
+4. :func:`assign_splits`: train / dev / test / map_dev / map_test by where a seeded hash of
+   the candidate id alone falls (`SplitRule`); the evaluations' share of the candidates is
+   never searched for pairs.
 5. :func:`triple_features` and :func:`map_features`: matching histograms (counts), query
    IDFs, common unigrams and bigrams (`jobrec_core.features.matching`), one BLAS product per
    query.
@@ -57,6 +58,7 @@ from jobrec_core.features.queries import (
     build_queries,
     query_inputs,
 )
+from jobrec_core.models.splits import EVALUATION_REGION, SplitRule
 from jobrec_core.pairs.splits import (
     HELD_OUT_SPLITS,
     MAP_SPLITS,
@@ -112,6 +114,7 @@ def config_hash(config: JobrecConfig) -> str:
 class PairsFunnel:
     candidates: int
     empty_query: int
+    evaluation: int  # candidates in the evaluations' region: never searched for pairs
     search_failed: int
     outcomes: dict[str, int]
     splits: dict[str, int]
@@ -120,11 +123,19 @@ class PairsFunnel:
     embeddings: str
     config_hash: str
 
+    @property
+    def not_searched(self) -> int:
+        """The candidates of the splits' regions left out by `pairs.candidates_limit`."""
+        searched = self.search_failed + sum(self.outcomes.values())
+        return self.candidates - self.empty_query - self.evaluation - searched
+
     def metrics(self) -> dict[str, float]:
         """The counts, flat, for the stage's MLflow run."""
         counts = {
             "candidates": self.candidates,
             "empty_query": self.empty_query,
+            "evaluation": self.evaluation,
+            "not_searched": self.not_searched,
             "search_failed": self.search_failed,
         }
         for group, values in (
@@ -140,6 +151,8 @@ class PairsFunnel:
             "Pairs funnel",
             f"  cleaned candidates                {self.candidates:>12,}",
             f"  empty query                       {self.empty_query:>12,}",
+            f"  the evaluations' (never searched) {self.evaluation:>12,}",
+            f"  not searched (candidates_limit)   {self.not_searched:>12,}",
             f"  searches failed (quarantined)     {self.search_failed:>12,}",
             f"  positive not in top 100 (dropped) "
             f"{self.outcomes.get('positive_not_retrieved', 0):>12,}",
@@ -184,7 +197,8 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     with _step(spark, "queries (silver/queries)"):
         write_delta(queries_frame, queries_path)
     queries = read_delta(spark, queries_path)
-    searchable = queries.where(F.size("query_terms") > 0)
+    rule = SplitRule.of(config.pairs, seed)
+    searchable = rule.searchable(queries.where(F.size("query_terms") > 0))
     if config.pairs.candidates_limit is not None:
         searchable = searchable.orderBy(
             _seeded_hash(seed, "sample", "candidate_id"), "candidate_id"
@@ -208,10 +222,9 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     outcomes = {
         r["outcome"]: int(r["count"]) for r in selected.groupBy("outcome").count().collect()
     }
-    sizes = split_sizes(config.pairs, outcomes.get("kept", 0))
-    # Cached: every table below reads it, and the split ranks come from one global window.
+    # Cached: every table below reads it, and the split ranks come from one window per region.
     assigned = (
-        assign_splits(selected.where(F.col("outcome") == "kept"), sizes, seed)
+        assign_splits(selected.where(F.col("outcome") == "kept"), rule, split_sizes(config.pairs))
         .where(F.col("split").isNotNull())
         .cache()
     )
@@ -327,11 +340,15 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     queried = queries.agg(
         F.count(F.lit(1)).alias("candidates"),
         F.count(F.when(F.size("query_terms") == 0, 1)).alias("empty"),
+        F.count(
+            F.when((F.size("query_terms") > 0) & (rule.region() == EVALUATION_REGION), 1)
+        ).alias("evaluation"),
     ).first()
     assert queried is not None
     funnel = PairsFunnel(
         candidates=int(queried["candidates"]),
         empty_query=int(queried["empty"]),
+        evaluation=int(queried["evaluation"]),
         search_failed=failed,
         outcomes=outcomes,
         splits=split_counts,
@@ -355,6 +372,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
             "config_hash": funnel.config_hash,
             "bins": bins,
             "splits": split_counts,
+            "split_rule": rule.to_record(),
             "pool_rows": pool_rows,
         },
     )

@@ -13,13 +13,16 @@ same way with BM25's own order of the same pools: a model that cannot show it ra
 the retriever is not served, and recommendations keep the retriever's order
 (`serving.stage.served_ranker`). Otherwise the verdict is "not promoted: no significant
 difference" (or "significantly worse"), with the figures. The paper's accuracy and MAP are
-measured and recorded too, as the paper's protocol; accuracy is only a sanity floor (a model
-at or below chance is never promoted). A champion trained on other embeddings than the
-challenger cannot be compared with it, nor served: the challenger is compared with BM25's
-order instead (`_other_embeddings`). The decision and its numbers are tags of the model
-version. A process keeps the scores it measured (`test_scores`): the same registry version on
-the same snapshot scores the same, so a pipeline's next gate does not score its champion
-again.
+measured and recorded too, as the paper's protocol. The sanity floor, even over a champion, is
+the held-out log rank of the retriever's own order (`promotion.min_gain_over_retriever`): a
+model that ranks the held-out jobs worse than the pools already are is never served. A
+champion trained on other embeddings than the challenger cannot be compared with it, nor
+served, and one trained under another split rule (`models.splits.SplitRule`) may have learnt
+from the test candidates: the challenger is compared with BM25's order instead
+(`_other_inputs`). The decision and its numbers are tags
+of the model version. A process keeps the scores it measured (`test_scores`): the same
+registry version on the same snapshot scores the same, so a pipeline's next gate does not
+score its champion again.
 """
 
 from __future__ import annotations
@@ -39,15 +42,22 @@ from mlflow.tracking import MlflowClient
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.registry import (
+    EMBEDDINGS_TAG,
+    SPLIT_RULE_TAG,
     model_of,
-    stale_embeddings,
+    stale_input,
     trained_configuration,
-    trained_embeddings,
     version_label,
 )
+from jobrec_core.models.splits import current_split_rule
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
-from jobrec_core.platform.tracking import PROMOTION_TAG, configure_mlflow, registry_client
+from jobrec_core.platform.tracking import (
+    PROMOTION_TAG,
+    configure_mlflow,
+    registry_client,
+    training_run_tag,
+)
 from jobrec_core.ranking.metrics import geometric_mean_rank, log_rank_scores_of
 from jobrec_core.ranking.statistics import PairedDifference, paired_difference
 from jobrec_core.training.scoring import SplitScores, evaluate
@@ -143,12 +153,17 @@ def decide(
     challenger: Scores,
     champion: Scores | None,
     retriever_ranks: np.ndarray,
-    min_accuracy: float,
+    min_gain_over_retriever: float,
     resamples: int,
     seed: int,
     alpha: float = 0.05,
 ) -> Verdict:
-    """The gate, a pure function: the sanity floor, then a significant paired gain in the
+    """The gate, a pure function: the sanity floor (the challenger's mean held-out log-rank
+    score at least the retriever's order's plus `min_gain_over_retriever`, even over a
+    champion: a model that ranks the held-out jobs worse than the pools already are is never
+    served; the paper's test accuracy, the floor before, is won by construction by a model
+    that reads BM25, whose negatives carry the less informative query's), then a significant
+    paired gain in the
     held-out log-rank score over the champion, or, while there is none, over the retriever's
     own order of the same pools (`retriever_ranks`, the held-out jobs' ranks in BM25's order:
     :func:`bm25_held_out_ranks`). A first model that cannot show it ranks better than the
@@ -158,14 +173,19 @@ def decide(
     the sign-flip test's p-value is below `alpha`, and the bootstrap interval at 1 - `alpha`
     lies on one side of zero. The interval alone is too narrow on a few candidates (on three,
     it excluded zero with p 0.25); the test alone says nothing about the size of the gain."""
-    if not challenger.accuracy >= min_accuracy:
-        return Verdict(
-            False, f"below the floor (test accuracy {challenger.accuracy:.4f} < {min_accuracy})"
-        )
+    retriever = log_rank_scores_of(retriever_ranks)
+    if len(retriever):  # with none, there is nothing to decide on (below)
+        floor_gain = float(np.mean(challenger.log_rank_scores) - np.mean(retriever))
+        if not floor_gain >= min_gain_over_retriever:
+            return Verdict(
+                False,
+                f"below the floor (held-out log-rank score {floor_gain:+.4f} over BM25's order "
+                f"of the pools < {min_gain_over_retriever})",
+            )
     if champion is not None and champion.version == challenger.version:
         return Verdict(True, "already the champion")
     if champion is None:
-        reference = log_rank_scores_of(retriever_ranks)
+        reference = retriever
         against = "BM25's order of the pools (no champion yet)"
     else:
         reference, against = champion.log_rank_scores, f"champion {champion.label}"
@@ -244,13 +264,11 @@ def promote(
         current = None
         log.info("%s has no %s yet", name, settings.champion_alias)
     if current is not None:
-        replaced = _other_embeddings(client, current, candidate)
+        replaced = _other_inputs(client, current, candidate)
         champion = None if replaced else scores_of(current)
     bm25_ranks = bm25_held_out_ranks(files.held_out)
     bm25 = SplitScores(float("nan"), float("nan"), bm25_ranks)  # its held-out figures alone
-    stale = _stale_embeddings(
-        client, candidate, str(manifest.current(config, "embeddings")["version"])
-    )
+    stale = _stale_inputs(client, candidate, config)
     if run_status != "FINISHED":
         verdict = Verdict(False, f"its training run is {run_status}, not FINISHED")
     elif stale:
@@ -261,7 +279,7 @@ def promote(
             challenger,
             champion,
             bm25_ranks,
-            gate.min_accuracy,
+            gate.min_gain_over_retriever,
             gate.bootstrap_resamples,
             config.run.seed,
             gate_alpha(gate.family_alpha, gates),
@@ -286,17 +304,29 @@ def promote(
     return decision
 
 
-def _stale_embeddings(client: MlflowClient, challenger: ModelVersion, current: str) -> str | None:
+# What a model was trained on that the gate needs current: the tag, and what it names.
+_INPUTS = ((EMBEDDINGS_TAG, "embeddings"), (SPLIT_RULE_TAG, "split rule"))
+
+
+def _stale_inputs(
+    client: MlflowClient, challenger: ModelVersion, config: JobrecConfig
+) -> str | None:
     """Why the challenger cannot be promoted, if it was trained on other embeddings than the
-    current ones (`models.registry.stale_embeddings`): no current pool can be scored with it,
-    and as champion it would be refused at serving."""
-    trained_on = stale_embeddings(client, challenger, current)
-    if trained_on is None:
-        return None
-    return (
-        f"not comparable: it was trained on embeddings {trained_on}, the current ones are "
-        f"{current}; retrain it on them"
-    )
+    current ones (no current pool can be scored with it, and as champion it would be refused
+    at serving) or under another split rule than the current pairs' (the current test
+    candidates may be ones it learnt from)."""
+    current = {
+        EMBEDDINGS_TAG: str(manifest.current(config, "embeddings")["version"]),
+        SPLIT_RULE_TAG: current_split_rule(config).fingerprint,
+    }
+    for tag, what in _INPUTS:
+        trained_on = stale_input(client, challenger, tag, current[tag])
+        if trained_on is not None:
+            return (
+                f"not comparable: it was trained on {what} {trained_on}, the current one is "
+                f"{current[tag]}; retrain it on them"
+            )
+    return None
 
 
 def _champion_moved(
@@ -346,23 +376,25 @@ def test_scores(scored: ScoredVersion, files: GateFiles, batch_size: int, k: int
     )
 
 
-def _other_embeddings(
+def _other_inputs(
     client: MlflowClient, champion: ModelVersion, challenger: ModelVersion
 ) -> str | None:
     """Why the champion cannot be compared with the challenger, if it was trained on other
-    embeddings: their histograms and IDFs come from another vocabulary, and serving or
-    evaluating it on the current ones is refused (`models.registry.load_champion`). The
-    challenger is then compared with BM25's order, as a first model is; otherwise new jobs,
-    which always give new embeddings, would leave a champion nothing can use until a model
-    beat it."""
-    new = trained_embeddings(client, challenger)
-    old = None if new is None else stale_embeddings(client, champion, new)
-    if old is None:
-        return None
-    return (
-        f"the champion version {champion.version} was trained on embeddings {old}, "
-        f"this one on {new}"
-    )
+    embeddings (their histograms and IDFs come from another vocabulary, and serving or
+    evaluating it on the current ones is refused, `models.registry.load_champion`), or under
+    another split rule (the test candidates may be ones it learnt from, which would flatter
+    it). The challenger is then compared with BM25's order, as a first model is; otherwise
+    new jobs, which always give new embeddings, would leave a champion nothing can use until
+    a model beat it."""
+    for tag, what in _INPUTS:
+        new = training_run_tag(client, challenger, tag)
+        old = None if new is None else stale_input(client, champion, tag, new)
+        if old is not None:
+            return (
+                f"the champion version {champion.version} was trained on {what} {old}, "
+                f"this one on {new}"
+            )
+    return None
 
 
 def bm25_held_out_ranks(held_out_files: Sequence[str]) -> np.ndarray:

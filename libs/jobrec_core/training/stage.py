@@ -33,7 +33,8 @@ from pyspark.sql import SparkSession
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.drmm import spec_from_config
 from jobrec_core.models.model_io import save_model
-from jobrec_core.models.registry import model_entry
+from jobrec_core.models.registry import EMBEDDINGS_TAG, SPLIT_RULE_TAG, model_entry
+from jobrec_core.models.splits import current_split_rule
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
@@ -147,7 +148,8 @@ def training_inputs(spark: SparkSession, config: JobrecConfig) -> TrainingInputs
             f"pairs.dev in conf/ and rerun jobs/build_pairs.py"
         )
     versions = {
-        "embeddings_version": str(pairs["embeddings"]),
+        EMBEDDINGS_TAG: str(pairs["embeddings"]),
+        SPLIT_RULE_TAG: current_split_rule(config).fingerprint,
         "index": str(pairs["index"]),
         "pairs_config_hash": str(pairs["config_hash"]),
         "triples_table_version": str(delta_version(spark, triples)),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,6 +12,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from jobrec_core.config import load_config
+from jobrec_core.evaluation.stage import unsplit_candidates
+from jobrec_core.models.splits import SplitRule
 from jobrec_core.pairs.splits import (
     assign_splits,
     map_documents,
@@ -61,9 +65,13 @@ def positive_found() -> Column:
 def test_funnel_and_manifest(spark, built):
     config, funnel = built
     assert funnel.outcomes["kept"] > 0
-    assert (
-        funnel.candidates
-        == sum(funnel.outcomes.values()) + funnel.empty_query + funnel.search_failed
+    assert funnel.evaluation > 0 and funnel.not_searched == 0  # the tiny preset: no limit
+    assert funnel.candidates == (
+        sum(funnel.outcomes.values())
+        + funnel.empty_query
+        + funnel.search_failed
+        + funnel.evaluation
+        + funnel.not_searched
     )
     entry = current(config, "pairs")
     assert entry["index"].startswith("jobs_v")
@@ -332,14 +340,32 @@ def test_splits_are_disjoint_and_deterministic(spark, built):
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             assert not by_split[a] & by_split[b], (a, b)
-    kept = spark.createDataFrame([(i,) for i in range(500)], "candidate_id LONG")
-    sizes = {"train": 300, "dev": 50, "test": 50, "map_dev": 50, "map_test": 50}
-    first = {(r.candidate_id, r.split) for r in assign_splits(kept, sizes, 7).collect()}
-    again = {(r.candidate_id, r.split) for r in assign_splits(kept, sizes, 7).collect()}
-    other_seed = {(r.candidate_id, r.split) for r in assign_splits(kept, sizes, 8).collect()}
-    assert first == again != other_seed
-    counts = {name: sum(1 for _, s in first if s == name) for name in sizes}
-    assert counts == sizes
+    assert not set().union(*by_split.values()) & {
+        r.candidate_id for r in unsplit_candidates(spark, config).collect()
+    }
+
+
+def test_a_candidates_split_depends_on_its_id_and_the_seed_alone(spark):
+    """Rebuilding the pairs from other candidates never moves one into another split: a
+    candidate is in its region's split or, past the region's size, in none."""
+    settings = load_config("local").pairs
+    rule = SplitRule.of(settings, 7)
+    sizes = split_sizes(settings)
+
+    def splits(ids: Iterable[int], rule: SplitRule = rule, sizes=sizes) -> dict[int, str]:
+        kept = spark.createDataFrame([(i,) for i in ids], "candidate_id LONG")
+        return {r.candidate_id: r.split for r in assign_splits(kept, rule, sizes).collect()}
+
+    first = splits(range(2000))
+    assert first == splits(range(2000))
+    assert first != splits(range(2000), SplitRule.of(settings, 8))
+    assert None in first.values()  # the evaluations' region: never a split
+    fewer_and_others = splits([*range(0, 2000, 3), *range(5000, 6000)])
+    assert all(first[i] == s for i, s in fewer_and_others.items() if i < 2000)
+    capped = splits(range(2000), sizes=dict.fromkeys(sizes, 20))
+    assert all(s is None or first[i] == s for i, s in capped.items())
+    counts = {name: sum(1 for s in capped.values() if s == name) for name in sizes}
+    assert counts == dict.fromkeys(sizes, 20)
 
 
 def test_rerun_gives_the_same_rows(spark, built):
@@ -392,21 +418,6 @@ def test_queries_that_keep_failing_are_quarantined(spark, tiny, tiny_indexed):
     good = retrieve(queries, connection, "jobs", config.retrieval, 2).collect()
     assert all(r.error is None and r.full_hits for r in good)
     assert make_client(connection).indices.exists_alias(name="jobs")
-
-
-def test_split_sizes_shrink_in_proportion_and_all_takes_the_rest():
-    config = load_config("base")  # the paper's splits
-    assert split_sizes(config.pairs, 1_000_000) == {
-        "train": 27000, "dev": 3000, "test": 3000, "map_dev": 3000, "map_test": 3000,
-    }  # fmt: skip
-    small = split_sizes(config.pairs, 3900)
-    assert small == {"train": 2700, "dev": 300, "test": 300, "map_dev": 300, "map_test": 300}
-    everything = split_sizes(load_config("base", ["pairs.train=all"]).pairs, 100_000)
-    assert everything["train"] == 100_000 - 12_000
-    # the demo's scale: as for 9,000, so that the gate's test splits get twice the share
-    demo = split_sizes(load_config("local").pairs, 2100)
-    assert demo == {"train": 900, "dev": 300, "test": 300, "map_dev": 300, "map_test": 300}
-    assert split_sizes(load_config(["local", "seed"]).pairs, 39000)["train"] == 27000
 
 
 def test_stored_searches_resume_where_a_stopped_run_stopped(spark, tiny, tiny_indexed, tmp_path):

@@ -28,7 +28,15 @@ from mlflow.tracking import MlflowClient
 from jobrec_core.config import JobrecConfig
 from jobrec_core.models.drmm import spec_from_config
 from jobrec_core.models.model_io import save_model
-from jobrec_core.models.registry import NoChampionError, input_example, load_champion, log_drmm
+from jobrec_core.models.registry import (
+    EMBEDDINGS_TAG,
+    SPLIT_RULE_TAG,
+    NoChampionError,
+    input_example,
+    load_champion,
+    log_drmm,
+)
+from jobrec_core.models.splits import current_split_rule
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, snapshot_files
 from jobrec_core.platform.tracking import configure_mlflow, registry_client
@@ -365,10 +373,15 @@ def test_a_two_phase_model_takes_phase_1_from_the_finished_run_it_would_repeat(
 
 
 def register(
-    config: JobrecConfig, model, spark, status: str = "FINISHED", embeddings: str | None = None
+    config: JobrecConfig,
+    model,
+    spark,
+    status: str = "FINISHED",
+    embeddings: str | None = None,
+    split_rule: str | None = None,
 ) -> str:
     """Log and register `model` in a run that ends with `status` (tagged with the embeddings
-    version it was trained on, if given, as training runs are)."""
+    version and split rule it was trained on, if given, as training runs are)."""
     configure_mlflow(config)
     directory = Path(config.storage.root) / "scratch-models"
     file = directory / f"model-{time.monotonic_ns()}.pt"
@@ -376,7 +389,9 @@ def register(
     rows = read_delta(spark, manifest.current(config, "pairs")["map_sets"]).limit(2).toPandas()
     with mlflow.start_run() as run:
         if embeddings is not None:
-            mlflow.set_tag("embeddings_version", embeddings)
+            mlflow.set_tag(EMBEDDINGS_TAG, embeddings)
+        if split_rule is not None:
+            mlflow.set_tag(SPLIT_RULE_TAG, split_rule)
         version = log_drmm(model, file, input_example(rows, model), config.mlflow.model_name)
     if status != "FINISHED":
         MlflowClient(config.mlflow.tracking_uri).set_terminated(run.info.run_id, status)
@@ -400,7 +415,11 @@ def open_gate(spark, trained) -> tuple[JobrecConfig, MlflowClient, GateFiles]:
     """The trained configuration without the accuracy floor, its registry and its test files:
     what the promotion tests decide with."""
     config = trained[0].model_copy(
-        update={"promotion": trained[0].promotion.model_copy(update={"min_accuracy": 0.0})}
+        update={
+            "promotion": trained[0].promotion.model_copy(
+                update={"min_gain_over_retriever": float("-inf")}
+            )
+        }
     )
     return config, registry_client(config), gate_files(spark, config)
 
@@ -505,6 +524,31 @@ def test_a_champion_on_other_embeddings_faces_bm25s_order_instead(spark, trained
     assert str(client.get_model_version_by_alias(name, "champion").version) == fresh
 
 
+def test_a_champion_trained_under_another_split_rule_faces_bm25s_order_instead(spark, trained):
+    """Pairs rebuilt under another split rule (another seed, other shares) may put the
+    champion's training candidates among the test candidates: it is not compared with, the
+    evaluation does not measure it, and a challenger trained under another rule is not even
+    compared; serving still serves it."""
+    config, client, files = open_gate(spark, trained)
+    name = config.mlflow.model_name
+    rule = current_split_rule(config).fingerprint
+    model = linear_model(config, {"bm25": 1.0})
+    older = register(config, model, spark, split_rule="splits-older")
+    client.set_registered_model_alias(name, config.mlflow.champion_alias, older)
+
+    fresh = promote(config, register(config, model, spark, split_rule=rule), files)
+    assert not fresh.promoted and fresh.champion is None, fresh.format()
+    assert "over BM25's order of the pools" in fresh.reason
+    assert f"the champion version {older} was trained on split rule splits-older" in fresh.reason
+    with pytest.raises(NoChampionError, match="splits-older"):
+        load_champion(config, splits=rule)
+    assert load_champion(config).version == older  # serving
+
+    refused = promote(config, register(config, model, spark, split_rule="splits-older"), files)
+    assert not refused.promoted and refused.reason.startswith("not comparable"), refused.format()
+    assert f"trained on split rule splits-older, the current one is {rule}" in refused.reason
+
+
 def test_the_alias_moves_only_while_it_names_the_champion_the_gate_compared_with(spark, trained):
     """Two gates at once (the pipeline's and a manual one): the later move must not replace
     a champion its challenger was never compared with."""
@@ -523,7 +567,7 @@ def test_the_alias_moves_only_while_it_names_the_champion_the_gate_compared_with
 def test_the_floor_rejects_a_model_below_it(spark, trained):
     config, outcome = trained
     strict = config.model_copy(
-        update={"promotion": config.promotion.model_copy(update={"min_accuracy": 1.0})}
+        update={"promotion": config.promotion.model_copy(update={"min_gain_over_retriever": 9.0})}
     )
     decision = promote(strict, str(outcome.version), gate_files(spark, config))
     assert not decision.promoted and "floor" in decision.reason

@@ -553,6 +553,9 @@ def test_queries_without_relevant_documents_have_zero_ap():
 # --- the promotion gate ------------------------------------------------------------------------
 
 
+NO_FLOOR = -np.inf  # `promotion.min_gain_over_retriever` where a test is not about the floor
+
+
 def gate_scores(version: str, ln_ranks: np.ndarray, accuracy: float = 0.9) -> Scores:
     """A version whose held-out jobs ranked exp(`ln_ranks`) (ranks from 1)."""
     return Scores(version, SplitScores(accuracy, 0.8, ranks_of(ln_ranks)))
@@ -568,8 +571,8 @@ def test_promotion_gate_needs_a_significant_paired_gain_in_the_log_rank_over_the
     champion = gate_scores("4", champion_ln_ranks)
     bm25_ranks = ranks_of(rng.uniform(1, np.log(100), 400))
 
-    def verdict(ln_ranks: np.ndarray, accuracy: float = 0.9, against: Scores | None = champion):
-        return decide(gate_scores("5", ln_ranks, accuracy), against, bm25_ranks, 0.6, 1000, 11)
+    def verdict(ln_ranks: np.ndarray, against: Scores | None = champion):
+        return decide(gate_scores("5", ln_ranks), against, bm25_ranks, NO_FLOOR, 1000, 11)
 
     same = verdict(champion_ln_ranks + rng.normal(0, 0.4, 400))  # the same on average
     assert not same.promoted and same.reason.startswith("no significant difference")
@@ -580,7 +583,7 @@ def test_promotion_gate_needs_a_significant_paired_gain_in_the_log_rank_over_the
     assert "over champion version 4" in better.reason and "ranks 1." in better.reason
     worse = verdict(champion_ln_ranks + 0.3)
     assert not worse.promoted and worse.reason.startswith("significantly worse")
-    already = decide(gate_scores("4", champion_ln_ranks), champion, bm25_ranks, 0.6, 1000, 11)
+    already = decide(gate_scores("4", champion_ln_ranks), champion, bm25_ranks, NO_FLOOR, 1000, 11)
     assert already.promoted and "already" in already.reason
 
 
@@ -596,14 +599,14 @@ def test_the_gate_counts_every_halving_of_the_rank_alike():
     lifted[:60] = np.log(3.0)  # 2nd -> 3rd
     challenger = gate_scores("5", lifted)
     assert challenger.mrr < champion.mrr
-    verdict = decide(challenger, champion, ranks_of(base), 0.6, 1000, 11)
+    verdict = decide(challenger, champion, ranks_of(base), NO_FLOOR, 1000, 11)
     assert verdict.promoted and verdict.gain is not None and verdict.gain.low > 0
 
 
 def test_the_decision_prints_the_log_rank_the_rank_it_stands_for_and_the_mrr():
     champion = gate_scores("4", np.full(10, np.log(4.0)))
     challenger = gate_scores("5", np.full(10, np.log(2.0)))
-    verdict = decide(challenger, champion, ranks_of(np.full(10, np.log(8.0))), 0.6, 200, 1)
+    verdict = decide(challenger, champion, ranks_of(np.full(10, np.log(8.0))), NO_FLOOR, 200, 1)
     decision = PromotionDecision("jobrec_drmm", challenger, champion, verdict, 0.125, -np.log(8))
     lines = decision.format().splitlines()
     assert lines[0].split() == ["version", "log-rank", "GM", "rank", "MRR", "accuracy", "MAP"]
@@ -618,7 +621,7 @@ def test_the_decision_names_the_configuration_each_registry_version_was_trained_
     and version 5 v10: a message naming only "v5" would say the wrong one."""
     champion = replace(gate_scores("5", np.full(10, np.log(2.0))), configuration="v10")
     challenger = replace(gate_scores("6", np.full(10, np.log(2.0))), configuration="v5")
-    verdict = decide(challenger, champion, ranks_of(np.full(10, np.log(8.0))), 0.6, 200, 1)
+    verdict = decide(challenger, champion, ranks_of(np.full(10, np.log(8.0))), NO_FLOOR, 200, 1)
     decision = PromotionDecision("jobrec_drmm", challenger, champion, verdict)
     assert "over champion version 5 (v10)" in verdict.reason
     assert decision.format().splitlines()[-1].startswith("jobrec_drmm version 6 (v5): not promoted")
@@ -632,8 +635,8 @@ def test_the_first_model_must_beat_the_retrievers_own_order():
     bm25_ln_ranks = rng.uniform(1, np.log(100), 400)
     bm25_ranks = ranks_of(bm25_ln_ranks)
 
-    def first(ln_ranks: np.ndarray, accuracy: float = 0.9):
-        return decide(gate_scores("1", ln_ranks, accuracy), None, bm25_ranks, 0.6, 1000, 11)
+    def first(ln_ranks: np.ndarray, floor: float = NO_FLOOR):
+        return decide(gate_scores("1", ln_ranks), None, bm25_ranks, floor, 1000, 11)
 
     as_bm25 = first(bm25_ln_ranks + rng.normal(0, 0.4, 400))
     assert not as_bm25.promoted and as_bm25.reason.startswith("no significant difference")
@@ -643,9 +646,25 @@ def test_the_first_model_must_beat_the_retrievers_own_order():
     above = bm25_ln_ranks - 0.3 + rng.normal(0, 0.4, 400)
     promoted = first(above)
     assert promoted.promoted and promoted.gain is not None and promoted.gain.low > 0
-    assert not first(above, accuracy=0.5).promoted  # below the floor
+    floored = first(above, floor=0.5)  # gains about 0.3 on average
+    assert not floored.promoted and floored.reason.startswith("below the floor"), floored.reason
     with pytest.raises(ValueError, match="different candidates"):
         first(above[:10])
+
+
+def test_the_floor_holds_over_a_champion_and_reads_no_accuracy():
+    """A challenger that beats a weak champion but ranks the held-out jobs worse than BM25's
+    own order is not served; a poor accuracy on the paper's triples (which a model reading
+    BM25 wins by construction) is no longer the floor."""
+    rng = np.random.default_rng(9)
+    bm25_ln_ranks = rng.uniform(1, np.log(100), 400)
+    champion = gate_scores("4", bm25_ln_ranks + 0.6)
+    challenger = gate_scores("5", bm25_ln_ranks + 0.3 + rng.normal(0, 0.2, 400), accuracy=0.1)
+    floored = decide(challenger, champion, ranks_of(bm25_ln_ranks), 0.0, 1000, 11)
+    assert not floored.promoted and floored.reason.startswith("below the floor"), floored.reason
+    assert "over BM25's order of the pools < 0.0" in floored.reason
+    passed = decide(challenger, champion, ranks_of(bm25_ln_ranks), NO_FLOOR, 1000, 11)
+    assert passed.promoted, passed.reason
 
 
 # --- embedding gating ------------------------------------------------------------------------
@@ -737,7 +756,7 @@ def test_a_gain_on_a_few_candidates_is_not_significant_however_narrow_its_interv
     is above zero, but a sign-flip test cannot tell three wins from luck (p 0.25)."""
     champion = gate_scores("4", np.log(np.array([2.0, 3.0, 2.0])))
     challenger = gate_scores("5", np.log(np.array([1.0, 2.0, 1.0])))
-    verdict = decide(challenger, champion, ranks_of(np.zeros(3)), 0.6, 2000, 1)
+    verdict = decide(challenger, champion, ranks_of(np.zeros(3)), NO_FLOOR, 2000, 1)
     assert verdict.gain is not None and verdict.gain.low > 0 and verdict.gain.p_value > 0.2
     assert not verdict.promoted and verdict.reason.startswith("no significant difference")
 
@@ -753,8 +772,8 @@ def test_the_gates_of_a_run_share_its_significance_level():
     champion = gate_scores("4", champion_ln_ranks)
     challenger = gate_scores("5", champion_ln_ranks - 0.06 + rng.normal(0, 0.4, 400))
     bm25_ranks = ranks_of(champion_ln_ranks)
-    alone = decide(challenger, champion, bm25_ranks, 0.6, 2000, 11, alpha=0.05)
-    shared = decide(challenger, champion, bm25_ranks, 0.6, 2000, 11, alpha=gate_alpha(0.05, 6))
+    alone = decide(challenger, champion, bm25_ranks, NO_FLOOR, 2000, 11, alpha=0.05)
+    shared = decide(challenger, champion, bm25_ranks, NO_FLOOR, 2000, 11, alpha=gate_alpha(0.05, 6))
     assert alone.promoted and not shared.promoted
     assert alone.gain is not None and shared.gain is not None
     assert shared.gain.low < alone.gain.low  # the wider interval of the stricter level
