@@ -9,7 +9,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from jobrec_core.config import PairsConfig
-from jobrec_core.models.splits import EVALUATION_REGION, REGION_ORDER, SplitRule, hash_position
+from jobrec_core.models.splits import REGION_ORDER, SplitRule, hash_position
 
 SPLITS = ("train", "dev", "test", "map_dev", "map_test")
 
@@ -73,7 +73,7 @@ def select_triples(queries: DataFrame, retrieved: DataFrame, seed: int) -> DataF
 def assign_splits(kept: DataFrame, rule: SplitRule, sizes: Mapping[str, int]) -> DataFrame:
     """Adds `split` (null: not used): each candidate's region of `rule`, for the first
     `sizes[region]` candidates of the region by hash position (the rest of a region are
-    unused, never another split)."""
+    unused, never another split; the evaluations' region has no size, so none is used)."""
     region = rule.region()
     order = Window.partitionBy(region).orderBy(
         hash_position(rule.seed, "candidate_id"), "candidate_id"
@@ -83,12 +83,7 @@ def assign_splits(kept: DataFrame, rule: SplitRule, sizes: Mapping[str, int]) ->
         cap = F.when(region == name, F.lit(size)).otherwise(cap)
     return (
         kept.withColumn("split_rank", F.row_number().over(order))
-        .withColumn(
-            "split",
-            F.when((region != EVALUATION_REGION) & (F.col("split_rank") <= cap), region).cast(
-                "string"
-            ),
-        )
+        .withColumn("split", F.when(F.col("split_rank") <= cap, region).cast("string"))
         .drop("split_rank")
     )
 

@@ -175,7 +175,7 @@ def decide(
     it excluded zero with p 0.25); the test alone says nothing about the size of the gain."""
     retriever = log_rank_scores_of(retriever_ranks)
     if len(retriever):  # with none, there is nothing to decide on (below)
-        floor_gain = float(np.mean(challenger.log_rank_scores) - np.mean(retriever))
+        floor_gain = challenger.log_rank - float(np.mean(retriever))
         if not floor_gain >= min_gain_over_retriever:
             return Verdict(
                 False,
