@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from jobrec_core.config import JobrecConfig
 from jobrec_core.evaluation.held_out import with_held_out_label
 from jobrec_core.evaluation.protocols import ranked_by
-from jobrec_core.evaluation.stage import held_out_candidates, seeded_sample, unsplit_candidates
+from jobrec_core.evaluation.stage import evaluation_candidates, held_out_candidates, seeded_sample
 from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.spark import arrow_batch, arrow_to_pandas
 from jobrec_core.ranking.factory import RankingInputs, queries_of, ranking_inputs, retriever_step
@@ -36,15 +36,15 @@ from jobrec_core.ranking.metrics import (
     reciprocal_of_ranks,
 )
 from jobrec_core.ranking.statistics import (
+    SIGNIFICANCE,
     Interval,
     PairedDifference,
     against_reference,
     bootstrap_mean,
+    significantly_above,
 )
 
 log = logging.getLogger(__name__)
-
-SIGNIFICANCE = 0.05  # the Holm-corrected p a floor must be below to replace the paper's query
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,7 @@ def sample_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> 
             settings.retriever_candidates,
         ),
     )
-    unused = unsplit_candidates(spark, config).join(evaluated, "candidate_id", "left_anti")
+    unused = evaluation_candidates(spark, config).join(evaluated, "candidate_id", "left_anti")
     return seeded_sample(unused, config.run.seed, "query floor", count)
 
 
@@ -152,11 +152,7 @@ def chosen_floor(rows: Sequence[FloorRow]) -> float:
     """The floor with the highest held-out log-rank score among those significantly above the
     paper's query (the paired interval above zero and the Holm-corrected p below 0.05); among
     equal scores the lower floor; 0 when none is."""
-    better = [
-        r
-        for r in rows
-        if r.versus_paper is not None and r.versus_paper.low > 0 and r.p_holm < SIGNIFICANCE
-    ]
+    better = [r for r in rows if significantly_above(r.versus_paper, r.p_holm)]
     return max(better, key=lambda r: (r.log_rank.mean, -r.floor)).floor if better else 0.0
 
 

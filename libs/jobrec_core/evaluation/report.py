@@ -16,9 +16,9 @@ from jobrec_core.evaluation.ground_truth import (
 )
 from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
-from jobrec_core.evaluation.retrievers import RetrieverComparison
+from jobrec_core.evaluation.retrievers import RetrieverComparison, Selection
 from jobrec_core.ranking.metrics import geometric_mean_rank
-from jobrec_core.ranking.statistics import Interval, PairedDifference
+from jobrec_core.ranking.statistics import SIGNIFICANCE, Interval, PairedDifference
 
 # Why a ranker that reads BM25 has no accuracy or MAP (`protocols.ProtocolRow`).
 READS_BM25_NOTE = (
@@ -141,9 +141,9 @@ class EvaluationReport:
             f"  *: nDCG@{k}'s ideal is the candidate's relevant jobs in the whole collection, "
             "not in the pool (as in 3): pools that differ are judged on one scale"
         )
-        selected = compared.selected
-        if selected is not None:
-            lines.append(f"  selected by the held-out log rank: {selected.name}")
+        selection = compared.selection
+        if selection is not None:
+            lines.append(f"  selected by the held-out log rank: {_selection(selection)}")
         knn = compared.knn
         if knn is not None:
             by_k = ", ".join(f"{k}: {score:.4f}" for k, score in knn.log_rank_by_k.items())
@@ -283,6 +283,22 @@ def _difference(d: PairedDifference | None, p: float, width: int, p_width: int) 
     if d is None:
         return " " * (width + 18 + p_width)
     return f"{d.mean:>+{width}.3f}{_interval(d.low, d.high, '+.3f'):>18}{p:>{p_width}.4f}"
+
+
+def _selection(selection: Selection) -> str:
+    """The selected pipeline, and why: the served one with no other significantly above it,
+    or another one's log-rank gain over it."""
+    gain = selection.gain
+    if gain is None:
+        return (
+            f"{selection.served} (served: no other pipeline's log-rank score significantly "
+            f"above it, Holm-corrected p < {SIGNIFICANCE})"
+        )
+    return (
+        f"{selection.pipeline}, log-rank score {gain.mean:+.3f} "
+        f"{_interval(gain.low, gain.high, '+.3f')} above the served {selection.served} "
+        f"(Holm-corrected p {selection.p_holm:.4f})"
+    )
 
 
 def _interval(low: float, high: float, spec: str = ".3f") -> str:

@@ -13,6 +13,11 @@ champion. Two questions, each a paired comparison per candidate:
   highest-scored job held out, the query from the others) of every pipeline, the log-rank
   score over its pool (MRR beside it), against the same reference: the metric that exists on
   real data, so the one a retriever is chosen by (`retrieval.retriever`), as models are.
+  Selection works like the model gate: the served pipeline (`retrieval.retriever`'s pool
+  re-ranked by the champion) stands unless another one's log-rank score is significantly
+  above it (:class:`Selection`). A near-tie chosen by the higher mean would flip with the
+  sample: on one dataset it picked BM25's pool by a hair over the hybrid one, which the
+  ground truth puts 0.027 P@10 higher (docs/TRAINING.md).
 
 The labels only judge; no step above reads them. Paired tests over candidates (bootstrap
 interval, sign-flip p, Holm-corrected), not seed 004's Kruskal–Wallis with Dunn/Bonferroni:
@@ -50,6 +55,7 @@ from jobrec_core.ranking.statistics import (
     against_reference,
     bootstrap_mean,
     mean_or_nan,
+    significantly_above,
 )
 
 BM25_RETRIEVER: Final = "bm25"
@@ -91,6 +97,19 @@ class PoolRow:
 
 
 @dataclass(frozen=True)
+class Selection:
+    """What the held-out log rank selects: the `served` pipeline (the configured retriever's
+    pool re-ranked by the champion), or the one with the highest log-rank score among those
+    significantly above it (`ranking.statistics.significantly_above`, Holm-corrected across
+    the others), with that paired gain (None when the served one stands)."""
+
+    pipeline: str
+    served: str
+    gain: PairedDifference | None = None
+    p_holm: float = float("nan")
+
+
+@dataclass(frozen=True)
 class RetrieverComparison:
     pools: list[PoolRow]
     pipelines: list[PipelineRow]
@@ -98,17 +117,8 @@ class RetrieverComparison:
     candidates: int
     held_out_candidates: int = 0
     knn: KnnChoice | None = None  # what the dev candidates chose for the kNN rankers
-
-    @property
-    def selected(self) -> PipelineRow | None:
-        """The pipeline with the best held-out log-rank score: what selection would choose;
-        none without a measured one (no held-out queries: NaN)."""
-        measured = [
-            (p.held_out_log_rank.mean, p)
-            for p in self.pipelines
-            if p.held_out_log_rank and not np.isnan(p.held_out_log_rank.mean)
-        ]
-        return max(measured, key=lambda m: m[0])[1] if measured else None
+    served: str = BM25_RETRIEVER  # the retriever whose pool is served (`retrieval.retriever`)
+    selection: Selection | None = None  # None: no held-out interest measured
 
 
 @dataclass(frozen=True)
@@ -140,17 +150,20 @@ def compare_retrievers(
     seed: int,
     held_out: dict[str, JudgedPool] | None = None,
     pool_size: int = 100,
+    served: str = BM25_RETRIEVER,
 ) -> RetrieverComparison:
     """Every retriever's pool (`pools[name]`, the same candidates in the same order, BM25's
-    among them) and `relevant` (each candidate's relevant jobs in the collection, by label:
-    `ground_truth.relevant_totals`) -> the pool table (recall against BM25's) and the
-    pipeline table (each pool in its own order and re-ranked by each of `rerankers`, against
-    the first on BM25's pool); with `held_out` (the same retrievers' pools of
-    held-out-interest queries, the held-out job labelled), each pipeline's held-out log-rank
-    score and MRR over `pool_size` too. nDCG@k is over the collection's ideal, not the
-    pool's: a pool that misses relevant jobs must not score higher for it."""
-    if BM25_RETRIEVER not in pools:
-        raise ValueError("the retriever comparison needs BM25's pool, its reference")
+    and the `served` one among them) and `relevant` (each candidate's relevant jobs in the
+    collection, by label: `ground_truth.relevant_totals`) -> the pool table (recall against
+    BM25's) and the pipeline table (each pool in its own order and re-ranked by each of
+    `rerankers`, against the first on BM25's pool); with `held_out` (the same retrievers'
+    pools of held-out-interest queries, the held-out job labelled), each pipeline's held-out
+    log-rank score and MRR over `pool_size` too, and the :class:`Selection`. nDCG@k is over
+    the collection's ideal, not the pool's: a pool that misses relevant jobs must not score
+    higher for it."""
+    for needed, role in ((BM25_RETRIEVER, "its reference"), (served, "the served one")):
+        if needed not in pools:
+            raise ValueError(f"the retriever comparison needs the {needed} pool, {role}")
     relevant_total = np.sum(list(relevant.values()), axis=0, dtype=np.float64)
     ideal = ideal_dcg_at_k(relevant, k)
     order = [BM25_RETRIEVER, *(name for name in pools if name != BM25_RETRIEVER)]
@@ -194,7 +207,9 @@ def compare_retrievers(
         )
         for p in pipelines
     ]
-    comparison = RetrieverComparison(pool_rows, rows, reference.name, len(relevant_total))
+    comparison = RetrieverComparison(
+        pool_rows, rows, reference.name, len(relevant_total), served=served
+    )
     return (
         comparison
         if held_out is None
@@ -210,7 +225,7 @@ def with_held_out(
     seed: int,
 ) -> RetrieverComparison:
     """The comparison with every pipeline's held-out log-rank score, paired against the
-    reference, and its MRR."""
+    reference, its MRR, and the :class:`Selection`."""
     reference = next(p for p in comparison.pipelines if p.name == comparison.reference)
     ranks = {
         p.name: first_relevant_rank(
@@ -220,6 +235,7 @@ def with_held_out(
     }
     scores = {name: log_rank_scores_of(r) for name, r in ranks.items()}
     compared = against_reference(scores, resamples, seed)
+    served = f"{comparison.served} >> {reference.reranker}"
     pipelines = [
         replace(
             p,
@@ -237,7 +253,35 @@ def with_held_out(
         for pool in comparison.pools
     ]
     candidates = len(next(iter(held_out.values())).relevant_in_pool)
-    return replace(comparison, pipelines=pipelines, pools=pools, held_out_candidates=candidates)
+    return replace(
+        comparison,
+        pipelines=pipelines,
+        pools=pools,
+        held_out_candidates=candidates,
+        selection=select(scores, served, resamples, seed),
+    )
+
+
+def select(
+    scores: dict[str, np.ndarray], served: str, resamples: int, seed: int
+) -> Selection | None:
+    """The :class:`Selection` among the pipelines' per-candidate held-out log-rank `scores`:
+    `served` stands unless others are significantly above it, and then the highest of those.
+    None when nothing was measured."""
+    if not len(scores[served]):
+        return None
+    compared = against_reference(
+        {served: scores[served]} | {name: s for name, s in scores.items() if name != served},
+        resamples,
+        seed,
+    )
+    above = [
+        (gain.mean, name) for name, (gain, p) in compared.items() if significantly_above(gain, p)
+    ]
+    if not above:
+        return Selection(served, served)
+    best = max(above)[1]
+    return Selection(best, served, *compared[best])
 
 
 _NAN = Interval(float("nan"), float("nan"), float("nan"))

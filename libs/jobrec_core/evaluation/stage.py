@@ -280,7 +280,7 @@ def with_ground_truth(points: list[CurvePoint], rows: list[GroundTruthRow]) -> l
 # --- 3. ground truth ----------------------------------------------------------------------------
 
 
-def unsplit_candidates(spark: SparkSession, config: JobrecConfig) -> DataFrame:
+def evaluation_candidates(spark: SparkSession, config: JobrecConfig) -> DataFrame:
     """The cleaned candidates of the evaluations' region of the rule the pairs were built
     with (`pairs.splits.SplitRule`): none was searched for a pair, so none is one a model
     learns on, is selected on (dev) or is promoted on (test), whatever pairs are rebuilt."""
@@ -297,8 +297,10 @@ def seeded_sample(frame: DataFrame, seed: int, purpose: str, count: int) -> Data
 
 
 def held_out_candidates(spark: SparkSession, config: JobrecConfig, count: int) -> DataFrame:
-    """A seeded sample of :func:`unsplit_candidates`: the evaluation's candidates."""
-    return seeded_sample(unsplit_candidates(spark, config), config.run.seed, "ground truth", count)
+    """A seeded sample of :func:`evaluation_candidates`: the evaluation's candidates."""
+    return seeded_sample(
+        evaluation_candidates(spark, config), config.run.seed, "ground truth", count
+    )
 
 
 def _scored_pools(
@@ -515,8 +517,16 @@ def run_retrievers(
         config.run.seed,
         held_out,
         config.retrieval.top_k,
+        served=config.retrieval.retriever,
     )
     return replace(compared, knn=knn.choice if knn else None)
+
+
+def measured_retrievers(config: JobrecConfig) -> list[Retriever]:
+    """The retrievers experiment 5 measures: BM25 (the reference), `evaluation.retrievers`,
+    and the served one (`retrieval.retriever`), which selection keeps unless another beats it."""
+    wanted = [BM25_RETRIEVER, *config.evaluation.retrievers, config.retrieval.retriever]
+    return list(dict.fromkeys(wanted))
 
 
 @dataclass(frozen=True)
@@ -614,8 +624,7 @@ def _judged_pools(
     names = [r.name for r in rankers]
     judged_names = [*names, *((KNN_RANKER, mix_name(names[1])) if extend else ())]
     pools: dict[str, JudgedPool] = {}
-    retrievers: list[Retriever] = [BM25_RETRIEVER]
-    retrievers += [r for r in config.evaluation.retrievers if r != BM25_RETRIEVER]
+    retrievers = measured_retrievers(config)
     for retriever in retrievers:
         log.info("evaluation 5/5: the %s pool, %s", retriever, experiment.replace("_", " "))
         found = _reused(*earlier, config.evaluation.retriever_candidates, retriever, names)

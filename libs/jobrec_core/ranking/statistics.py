@@ -15,6 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 LEVEL = 0.95
+# The Holm-corrected p below which a challenger displaces what a choice keeps by default (the
+# paper's query floor, the served pipeline); the model gate has its own family level.
+SIGNIFICANCE = 0.05
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,12 @@ def paired_difference(
         ties=int(np.sum(differences == 0)),
         losses=int(np.sum(differences < 0)),
     )
+
+
+def significantly_above(difference: PairedDifference | None, p_holm: float) -> bool:
+    """Whether a paired difference shows a gain, not noise: its interval above zero and its
+    Holm-corrected p below :data:`SIGNIFICANCE` (False for NaN: no evidence)."""
+    return difference is not None and difference.low > 0 and p_holm < SIGNIFICANCE
 
 
 def holm(p_values: list[float]) -> list[float]:

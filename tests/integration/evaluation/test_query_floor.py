@@ -7,14 +7,14 @@ from jobrec_core.evaluation.query_floor import (
     floor_table,
     sample_candidates,
 )
-from jobrec_core.evaluation.stage import held_out_candidates, unsplit_candidates
+from jobrec_core.evaluation.stage import evaluation_candidates, held_out_candidates
 
 
 def test_each_floor_is_paired_against_the_papers_query_on_unused_candidates(
     spark, tiny, tiny_pairs
 ):
     config = tiny[0]
-    # the tiny store's few unsplit candidates, most of them left to the floor's sample
+    # the tiny store's few evaluation candidates, most of them left to the floor's sample
     config = config.model_copy(
         update={
             "evaluation": config.evaluation.model_copy(
@@ -28,8 +28,8 @@ def test_each_floor_is_paired_against_the_papers_query_on_unused_candidates(
     )
     sample = {r["candidate_id"] for r in sample_candidates(spark, config, 30).collect()}
     evaluated = held_out_candidates(spark, config, config.evaluation.ground_truth_candidates)
-    unsplit = {r["candidate_id"] for r in unsplit_candidates(spark, config).collect()}
-    assert sample and sample <= unsplit
+    region = {r["candidate_id"] for r in evaluation_candidates(spark, config).collect()}
+    assert sample and sample <= region
     assert not sample & {r["candidate_id"] for r in evaluated.collect()}
 
     rows = choose_query_floor(spark, config, [0.0, 0.05, 0.5], 30)  # the same sample

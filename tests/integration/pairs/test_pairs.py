@@ -12,7 +12,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from jobrec_core.config import load_config
-from jobrec_core.evaluation.stage import unsplit_candidates
+from jobrec_core.evaluation.stage import evaluation_candidates
 from jobrec_core.models.splits import SplitRule
 from jobrec_core.pairs.splits import (
     assign_splits,
@@ -341,7 +341,7 @@ def test_splits_are_disjoint_and_deterministic(spark, built):
         for b in names[i + 1 :]:
             assert not by_split[a] & by_split[b], (a, b)
     assert not set().union(*by_split.values()) & {
-        r.candidate_id for r in unsplit_candidates(spark, config).collect()
+        r.candidate_id for r in evaluation_candidates(spark, config).collect()
     }
 
 

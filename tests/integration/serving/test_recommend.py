@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.evaluation.protocols import BM25, WMD
-from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
+from jobrec_core.evaluation.stage import held_out_candidates, measured_retrievers, run_evaluation
 from jobrec_core.models.registry import load_champion
 from jobrec_core.platform import manifest
 from jobrec_core.platform.tables import read_delta, table_path
@@ -216,7 +216,7 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     # experiment 5: the retrievers, the BM25 pools reused from experiments 3 and 4
     compared = report.retrievers
     assert compared is not None and compared.reference == "bm25 >> DRMM v1"
-    assert [p.retriever for p in compared.pools] == ["bm25", *config.evaluation.retrievers[1:]]
+    assert [p.retriever for p in compared.pools] == measured_retrievers(config)
     assert compared.candidates == report.queries["ground_truth"]
     assert compared.held_out_candidates == report.queries["held_out"]
     bm25_pool = compared.pools[0]
@@ -226,11 +226,14 @@ def test_evaluation_measures_every_ranker_and_publishes_the_report(champion, eva
     assert pipelines["bm25"].precision.mean == pytest.approx(truth[BM25].precision)
     assert pipelines["bm25 >> DRMM v1"].precision.mean == pytest.approx(truth["DRMM v1"].precision)
     assert all(0 <= p.recall.mean <= 1 for p in compared.pools)
-    assert compared.selected is not None
+    # selection keeps the served pipeline unless another is significantly above it
+    assert compared.selection is not None
+    assert compared.selection.served == f"{config.retrieval.retriever} >> DRMM v1"
+    assert compared.selection.pipeline in pipelines
     # the kNN votes, alone and mixed with the champion, on every pool; k and λ chosen on dev
     assert compared.knn is not None and compared.knn.k in (2, 8)
     assert 0 <= compared.knn.lam <= 1 and compared.knn.memory > 0
-    for retriever in ["bm25", *config.evaluation.retrievers[1:]]:
+    for retriever in measured_retrievers(config):
         assert {f"{retriever} >> kNN", f"{retriever} >> DRMM v1 + kNN"} <= set(pipelines)
 
     text = results.read_text()

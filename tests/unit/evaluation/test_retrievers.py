@@ -11,10 +11,12 @@ import pytest
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.evaluation.retrievers import (
     KNN_RANKER,
+    Selection,
     choose_knn,
     compare_retrievers,
     judged_pool,
     mix_name,
+    select,
     with_knn,
 )
 from jobrec_core.features.neighbours import InterestMemory, ivf_index
@@ -59,7 +61,7 @@ def test_recall_pipelines_and_the_held_out_choice():
         "hybrid": judged_pool(held_hybrid, [RETRIEVAL_ORDER, CHAMPION], candidates),
     }
     compared = compare_retrievers(
-        judged, [CHAMPION], {1: np.array([4, 2])}, 1, 200, 0, held_out, pool_size=100
+        judged, [CHAMPION], {1: np.array([4, 2])}, 1, 200, 0, held_out, pool_size=100, served="bm25"
     )
     recall = {p.retriever: p.recall.mean for p in compared.pools}
     assert recall == {"bm25": (1 / 4 + 0 / 2) / 2, "hybrid": (2 / 4 + 1 / 2) / 2}
@@ -81,8 +83,38 @@ def test_recall_pipelines_and_the_held_out_choice():
     log_rank = {n: row.held_out_log_rank.mean for n, row in rows.items() if row.held_out_log_rank}
     assert log_rank[f"bm25 >> {CHAMPION}"] == pytest.approx(-(np.log(2) + np.log(101)) / 2)
     assert log_rank[f"hybrid >> {CHAMPION}"] == 0.0
-    assert compared.selected is not None and compared.selected.retriever == "hybrid"
+    # two candidates are no evidence: the served pipeline stands, though hybrid's mean is higher
+    assert compared.selection == Selection(f"bm25 >> {CHAMPION}", f"bm25 >> {CHAMPION}")
     assert compared.candidates == 2 and compared.held_out_candidates == 2
+    text = "\n".join(EvaluationReport(1, {}, retrievers=compared).format().splitlines())
+    assert f"selected by the held-out log rank: bm25 >> {CHAMPION} (served: no other" in text
+
+
+def test_the_served_pipeline_stands_unless_another_is_significantly_above_it():
+    """Selection as the model gate decides: a higher mean by a hair does not displace the
+    served pipeline; a clear gain does, and of several such the highest mean is chosen."""
+    rng = np.random.default_rng(7)
+    served = -np.log(rng.integers(1, 60, 400).astype(np.float64))
+    near_tie = served + 0.002 + np.where(np.arange(400) % 2, 0.5, -0.5)  # a hair above
+    assert near_tie.mean() > served.mean()
+    scores = {"bm25 >> M": near_tie, "hybrid >> M": served}
+    assert select(scores, "hybrid >> M", 500, 0) == Selection("hybrid >> M", "hybrid >> M")
+    clear, clearer = served + 0.3, served + 0.5
+    chosen = select(scores | {"dense >> M": clear, "dense": clearer}, "hybrid >> M", 500, 0)
+    assert chosen is not None and (chosen.pipeline, chosen.served) == ("dense", "hybrid >> M")
+    assert chosen.gain is not None and chosen.gain.mean == pytest.approx(0.5)
+    assert chosen.gain.low > 0 and chosen.p_holm < 0.05
+    text = EvaluationReport(10, {}).format()  # no comparison, no line
+    assert "selected by" not in text
+
+
+def test_the_comparison_needs_the_served_pool():
+    candidates = np.array([1])
+    judged = {
+        "bm25": judged_pool(pool([(1, 10, 1, 1, 1)]), [RETRIEVAL_ORDER, CHAMPION], candidates)
+    }
+    with pytest.raises(ValueError, match="the hybrid pool, the served one"):
+        compare_retrievers(judged, [CHAMPION], {1: np.array([1])}, 10, 100, 0, served="hybrid")
 
 
 def test_a_candidate_whose_pool_came_back_empty_still_counts():
@@ -124,7 +156,7 @@ def test_no_candidates_give_nan_rows_not_an_error():
     assert compared.candidates == 0 and compared.held_out_candidates == 0
     assert all(np.isnan(p.recall.mean) and np.isnan(p.held_out_found) for p in compared.pools)
     assert all(np.isnan(p.precision.mean) and np.isnan(p.ndcg.mean) for p in compared.pipelines)
-    assert compared.selected is None  # nothing measured, nothing to select
+    assert compared.selection is None  # nothing measured, nothing to select
     assert (
         "5. Retrievers: 0 ground-truth candidates"
         in EvaluationReport(10, {}, retrievers=compared).format()
