@@ -113,6 +113,19 @@ class _Process:
         return self.rank == 0
 
 
+def deterministic_cuda() -> None:
+    """Ask CUDA for the same bits on every run, before any kernel runs: cuBLAS's fixed
+    workspace (its split-K reductions otherwise depend on the stream's workspace), cuDNN's
+    deterministic algorithms and no benchmarking between them, and torch's deterministic
+    kernels. `warn_only`: an op with no deterministic kernel on the GPU warns, naming
+    itself, instead of failing a training; the loss's per-list sums are already a matrix
+    product rather than `index_add` (docs/TRAINING.md, "The listwise loss")."""
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cudnn.deterministic = True
+    torch.use_deterministic_algorithms(True, warn_only=True)
+
+
 def _process(use_gpu: bool) -> _Process:
     rank = int(os.environ.get("RANK", "0"))
     world = int(os.environ.get("WORLD_SIZE", "1"))
@@ -120,6 +133,7 @@ def _process(use_gpu: bool) -> _Process:
     if use_gpu:
         if not torch.cuda.is_available():
             raise RuntimeError("training.use_gpu is true but torch sees no CUDA device")
+        deterministic_cuda()
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
     else:

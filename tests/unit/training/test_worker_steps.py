@@ -1,6 +1,7 @@
-"""Two rules of the training worker that keep every process and every resume on one path:
-processes of unequal shards take the same steps (over a real gloo group), and a two-phase
-model keeps phase 1's weights when phase 2 ends no better on dev."""
+"""Rules of the training worker that keep every process and every resume on one path:
+processes of unequal shards take the same steps (over a real gloo group), a two-phase model
+keeps phase 1's weights when phase 2 ends no better on dev, and a GPU process asks CUDA for
+deterministic kernels."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
-from jobrec_core.training.worker import InStep, _Progress
+from jobrec_core.training.worker import InStep, _Progress, deterministic_cuda
 from jobrec_scoring.network import Drmm, DrmmSpec
 
 
@@ -116,3 +117,27 @@ def test_phase_1_is_kept_when_phase_2_ends_no_better():
     assert TrainResult.from_dict(result.to_dict()) == result
     single = replace(result, kept_phase=None)
     assert single.selected_record().phase == 2  # an older result: the last phase's
+
+
+def test_a_gpu_process_asks_for_deterministic_kernels_before_any_runs(monkeypatch):
+    """What `_process` sets before it picks a CUDA device (the settings themselves need no
+    GPU to be read back); a workspace size already chosen by the user is kept."""
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    before = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+    )
+    try:
+        deterministic_cuda()
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+        assert torch.are_deterministic_algorithms_enabled()
+        assert torch.is_deterministic_algorithms_warn_only_enabled()
+        assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+        monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
+        deterministic_cuda()
+        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = before[2:]
