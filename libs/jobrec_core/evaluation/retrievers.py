@@ -13,11 +13,12 @@ champion. Two questions, each a paired comparison per candidate:
   highest-scored job held out, the query from the others) of every pipeline, the log-rank
   score over its pool (MRR beside it), against the same reference: the metric that exists on
   real data, so the one a retriever is chosen by (`retrieval.retriever`), as models are.
-  Selection works like the model gate: the served pipeline (`retrieval.retriever`'s pool
-  re-ranked by the champion) stands unless another one's log-rank score is significantly
-  above it (:class:`Selection`). A near-tie chosen by the higher mean would flip with the
-  sample: on one dataset it picked BM25's pool by a hair over the hybrid one, which the
-  ground truth puts 0.027 P@10 higher (docs/TRAINING.md).
+  Selection chooses among what recommendations can serve, each retriever's pool re-ranked by
+  the champion, and keeps the served one (`retrieval.retriever`'s) unless another one's
+  log-rank score is significantly above it (:class:`Selection`), as the query floor keeps
+  the paper's query. A near-tie chosen by the higher mean would flip with the sample: on one
+  dataset it picked BM25's pool by a hair over the hybrid one, which the ground truth puts
+  0.027 P@10 higher (docs/TRAINING.md).
 
 The labels only judge; no step above reads them. Paired tests over candidates (bootstrap
 interval, sign-flip p, Holm-corrected), not seed 004's Kruskal–Wallis with Dunn/Bonferroni:
@@ -98,10 +99,11 @@ class PoolRow:
 
 @dataclass(frozen=True)
 class Selection:
-    """What the held-out log rank selects: the `served` pipeline (the configured retriever's
-    pool re-ranked by the champion), or the one with the highest log-rank score among those
-    significantly above it (`ranking.statistics.significantly_above`, Holm-corrected across
-    the others), with that paired gain (None when the served one stands)."""
+    """What the held-out log rank selects among the servable pipelines (each retriever's pool
+    re-ranked by the champion): the `served` one (`retrieval.retriever`'s), or the one with
+    the highest log-rank score among those significantly above it
+    (`ranking.statistics.significantly_above`, Holm-corrected across the others), with that
+    paired gain (None when the served one stands)."""
 
     pipeline: str
     served: str
@@ -117,7 +119,7 @@ class RetrieverComparison:
     candidates: int
     held_out_candidates: int = 0
     knn: KnnChoice | None = None  # what the dev candidates chose for the kNN rankers
-    served: str = BM25_RETRIEVER  # the retriever whose pool is served (`retrieval.retriever`)
+    served_retriever: str = BM25_RETRIEVER  # whose pool is served (`retrieval.retriever`)
     selection: Selection | None = None  # None: no held-out interest measured
 
 
@@ -150,10 +152,11 @@ def compare_retrievers(
     seed: int,
     held_out: dict[str, JudgedPool] | None = None,
     pool_size: int = 100,
-    served: str = BM25_RETRIEVER,
+    *,
+    served_retriever: str,
 ) -> RetrieverComparison:
     """Every retriever's pool (`pools[name]`, the same candidates in the same order, BM25's
-    and the `served` one among them) and `relevant` (each candidate's relevant jobs in the
+    and the `served_retriever`'s among them) and `relevant` (each candidate's relevant jobs in the
     collection, by label: `ground_truth.relevant_totals`) -> the pool table (recall against
     BM25's) and the pipeline table (each pool in its own order and re-ranked by each of
     `rerankers`, against the first on BM25's pool); with `held_out` (the same retrievers'
@@ -161,7 +164,7 @@ def compare_retrievers(
     log-rank score and MRR over `pool_size` too, and the :class:`Selection`. nDCG@k is over
     the collection's ideal, not the pool's: a pool that misses relevant jobs must not score
     higher for it."""
-    for needed, role in ((BM25_RETRIEVER, "its reference"), (served, "the served one")):
+    for needed, role in ((BM25_RETRIEVER, "its reference"), (served_retriever, "the served one")):
         if needed not in pools:
             raise ValueError(f"the retriever comparison needs the {needed} pool, {role}")
     relevant_total = np.sum(list(relevant.values()), axis=0, dtype=np.float64)
@@ -208,7 +211,7 @@ def compare_retrievers(
         for p in pipelines
     ]
     comparison = RetrieverComparison(
-        pool_rows, rows, reference.name, len(relevant_total), served=served
+        pool_rows, rows, reference.name, len(relevant_total), served_retriever=served_retriever
     )
     return (
         comparison
@@ -235,7 +238,6 @@ def with_held_out(
     }
     scores = {name: log_rank_scores_of(r) for name, r in ranks.items()}
     compared = against_reference(scores, resamples, seed)
-    served = f"{comparison.served} >> {reference.reranker}"
     pipelines = [
         replace(
             p,
@@ -258,16 +260,21 @@ def with_held_out(
         pipelines=pipelines,
         pools=pools,
         held_out_candidates=candidates,
-        selection=select(scores, served, resamples, seed),
+        selection=select(
+            {p.name: scores[p.name] for p in pipelines if p.reranker == reference.reranker},
+            f"{comparison.served_retriever} >> {reference.reranker}",
+            resamples,
+            seed,
+        ),
     )
 
 
 def select(
     scores: dict[str, np.ndarray], served: str, resamples: int, seed: int
 ) -> Selection | None:
-    """The :class:`Selection` among the pipelines' per-candidate held-out log-rank `scores`:
-    `served` stands unless others are significantly above it, and then the highest of those.
-    None when nothing was measured."""
+    """The :class:`Selection` among the servable pipelines' per-candidate held-out log-rank
+    `scores`: `served` stands unless others are significantly above it, and then the highest
+    of those (on a tie, the first in `scores`' order). None when nothing was measured."""
     if not len(scores[served]):
         return None
     compared = against_reference(
@@ -275,12 +282,10 @@ def select(
         resamples,
         seed,
     )
-    above = [
-        (gain.mean, name) for name, (gain, p) in compared.items() if significantly_above(gain, p)
-    ]
+    above = [name for name, (gain, p) in compared.items() if significantly_above(gain, p)]
     if not above:
         return Selection(served, served)
-    best = max(above)[1]
+    best = max(above, key=lambda name: compared[name][0].mean)
     return Selection(best, served, *compared[best])
 
 

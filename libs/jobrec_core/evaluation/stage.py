@@ -467,7 +467,7 @@ def run_retrievers(
     scored: ScoredPools,
 ) -> RetrieverComparison | None:
     """`evaluation.retriever_candidates` ground-truth candidates and as many held-out-interest
-    queries through each of `evaluation.retrievers`' pools, in the pool's own order and
+    queries through each of :func:`measured_retrievers`' pools, in the pool's own order and
     re-ranked by `champion` (`evaluation.retrievers`)."""
     settings = config.evaluation
     count = settings.retriever_candidates
@@ -517,7 +517,7 @@ def run_retrievers(
         config.run.seed,
         held_out,
         config.retrieval.top_k,
-        served=config.retrieval.retriever,
+        served_retriever=config.retrieval.retriever,
     )
     return replace(compared, knn=knn.choice if knn else None)
 
@@ -726,7 +726,7 @@ def run_evaluation(
         report.queries["held_out"] = held_out.candidates
         report.agreement = agreement(held_out, report.ground_truth)
     if len(config.evaluation.retrievers) > 1:
-        log.info("evaluation 5/5: retrievers (%s)", ", ".join(config.evaluation.retrievers))
+        log.info("evaluation 5/5: retrievers (%s)", ", ".join(measured_retrievers(config)))
         champion = champion_scorer(spark, config, models)
         if champion is not None:
             report.retrievers = run_retrievers(spark, config, inputs, champion, scored)

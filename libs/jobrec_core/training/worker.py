@@ -113,17 +113,35 @@ class _Process:
         return self.rank == 0
 
 
-def deterministic_cuda() -> None:
-    """Ask CUDA for the same bits on every run, before any kernel runs: cuBLAS's fixed
-    workspace (its split-K reductions otherwise depend on the stream's workspace), cuDNN's
-    deterministic algorithms and no benchmarking between them, and torch's deterministic
-    kernels. `warn_only`: an op with no deterministic kernel on the GPU warns, naming
-    itself, instead of failing a training; the loss's per-list sums are already a matrix
-    product rather than `index_add` (docs/TRAINING.md, "The listwise loss")."""
+@contextmanager
+def deterministic_cuda(use_gpu: bool) -> Iterator[None]:
+    """With `use_gpu`, ask CUDA for the same bits on every run until the block ends; set
+    before any kernel runs: cuBLAS's fixed workspace (its split-K reductions otherwise depend
+    on the stream's workspace), cuDNN's deterministic algorithms and no benchmarking between
+    them, and torch's deterministic kernels. `warn_only`: an op with no deterministic kernel
+    on the GPU warns, naming itself, instead of failing a training; the listwise loss's
+    per-list sums are already a matrix product rather than `index_add`. The settings are the
+    process's, so they are put back on exit: with `training.launcher: single` the worker runs
+    in the driver, whose later scoring must not pay for them (deterministic mode fills every
+    new tensor)."""
+    if not use_gpu:
+        yield
+        return
+    saved = (
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.backends.cudnn.benchmark,
+        torch.backends.cudnn.deterministic,
+    )
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     torch.backends.cudnn.benchmark = False
     torch.backends.cudnn.deterministic = True
     torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(saved[0], warn_only=saved[1])
+        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = saved[2:]
 
 
 def _process(use_gpu: bool) -> _Process:
@@ -133,7 +151,6 @@ def _process(use_gpu: bool) -> _Process:
     if use_gpu:
         if not torch.cuda.is_available():
             raise RuntimeError("training.use_gpu is true but torch sees no CUDA device")
-        deterministic_cuda()
         torch.cuda.set_device(local_rank)
         device = torch.device("cuda", local_rank)
     else:
@@ -154,13 +171,14 @@ def train_worker(plan: TrainPlan | dict[str, Any]) -> dict[str, Any]:
     A plain function of plain values, so `TorchDistributor.run` can pickle it."""
     if isinstance(plan, dict):
         plan = TrainPlan(**plan)
-    process = _process(plan.use_gpu)
-    setup_logging()  # after the process group: initialising it resets the warning filters
-    try:
-        return _train(plan, process).to_dict()
-    finally:
-        if process.world > 1 and dist.is_initialized():
-            dist.destroy_process_group()
+    with deterministic_cuda(plan.use_gpu):
+        process = _process(plan.use_gpu)
+        setup_logging()  # after the process group: initialising it resets the warning filters
+        try:
+            return _train(plan, process).to_dict()
+        finally:
+            if process.world > 1 and dist.is_initialized():
+                dist.destroy_process_group()
 
 
 def _train(plan: TrainPlan, process: _Process) -> TrainResult:

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from jobrec_core.config import load_config
 from jobrec_core.evaluation.report import EvaluationReport
 from jobrec_core.evaluation.retrievers import (
     KNN_RANKER,
@@ -19,10 +20,12 @@ from jobrec_core.evaluation.retrievers import (
     select,
     with_knn,
 )
+from jobrec_core.evaluation.stage import measured_retrievers
 from jobrec_core.features.neighbours import InterestMemory, ivf_index
 from jobrec_core.ranking.metrics import ndcg_at_k
 from jobrec_core.ranking.scorers import RETRIEVAL_ORDER, score_column_of
 from jobrec_core.results import metrics
+from jobrec_core.search.dense import Retriever
 
 CHAMPION = "DRMM v5"
 
@@ -61,7 +64,15 @@ def test_recall_pipelines_and_the_held_out_choice():
         "hybrid": judged_pool(held_hybrid, [RETRIEVAL_ORDER, CHAMPION], candidates),
     }
     compared = compare_retrievers(
-        judged, [CHAMPION], {1: np.array([4, 2])}, 1, 200, 0, held_out, pool_size=100, served="bm25"
+        judged,
+        [CHAMPION],
+        {1: np.array([4, 2])},
+        1,
+        200,
+        0,
+        held_out,
+        pool_size=100,
+        served_retriever="bm25",
     )
     recall = {p.retriever: p.recall.mean for p in compared.pools}
     assert recall == {"bm25": (1 / 4 + 0 / 2) / 2, "hybrid": (2 / 4 + 1 / 2) / 2}
@@ -108,13 +119,82 @@ def test_the_served_pipeline_stands_unless_another_is_significantly_above_it():
     assert "selected by" not in text
 
 
+def test_selection_names_only_a_servable_pipeline_and_says_by_how_much():
+    """60 held-out queries: the champion finds the held-out job first in the hybrid pool and
+    50th in BM25's; the hybrid pool's own order finds it first too, and the kNN mix of BM25's
+    pool as well, but recommendations serve neither a retriever's own order nor kNN, so
+    selection names `hybrid >> champion`, with its gain over the served BM25 pipeline. Served
+    from the hybrid pool, it stands."""
+    ids = np.arange(1, 61)
+    rankers = [RETRIEVAL_ORDER, CHAMPION, KNN_RANKER, mix_name(CHAMPION)]
+
+    def held(champion_rank: int, own_rank: int, knn_rank: int) -> pd.DataFrame:
+        """Jobs 1-99 in their order, job 0 (the held-out one) placed at each ranker's rank."""
+
+        def score(rank: int) -> np.ndarray:
+            return np.where(jobs == 0, 0.5 - rank, -jobs.astype(np.float64))
+
+        jobs = np.tile(np.arange(100), len(ids))
+        frame = pd.DataFrame({"candidate_id": np.repeat(ids, 100), "job_id": jobs})
+        frame["label"] = (jobs == 0).astype(np.int64)
+        frame[score_column_of(RETRIEVAL_ORDER)] = score(own_rank)
+        frame[score_column_of(CHAMPION)] = score(champion_rank)
+        frame[score_column_of(KNN_RANKER)] = 0.0
+        frame[score_column_of(mix_name(CHAMPION))] = score(knn_rank)
+        return frame
+
+    judged = {
+        "bm25": judged_pool(held(50, 50, 1), rankers, ids),
+        "hybrid": judged_pool(held(1, 1, 1), rankers, ids),
+    }
+    relevant = {1: np.ones(60, dtype=np.int64)}
+    reranked = [CHAMPION, KNN_RANKER, mix_name(CHAMPION)]
+    compared = compare_retrievers(
+        judged, reranked, relevant, 10, 200, 0, judged, served_retriever="bm25"
+    )
+    selection = compared.selection
+    assert selection is not None
+    assert (selection.pipeline, selection.served) == (
+        f"hybrid >> {CHAMPION}",
+        f"bm25 >> {CHAMPION}",
+    )
+    assert selection.gain is not None and selection.gain.mean == pytest.approx(np.log(50))
+    line = next(
+        line
+        for line in EvaluationReport(10, {}, retrievers=compared).format().splitlines()
+        if "selected by" in line
+    )
+    assert line.startswith(f"  selected by the held-out log rank: hybrid >> {CHAMPION}, log-rank ")
+    assert f"above the served bm25 >> {CHAMPION} (Holm-corrected p 0.0" in line
+    from_hybrid = compare_retrievers(
+        judged, reranked, relevant, 10, 200, 0, judged, served_retriever="hybrid"
+    )
+    assert from_hybrid.selection == Selection(f"hybrid >> {CHAMPION}", f"hybrid >> {CHAMPION}")
+
+
+def test_experiment_5_always_measures_the_served_retriever():
+    def measured(retrievers: list[str], served: str) -> list[Retriever]:
+        config = load_config(
+            "local",
+            [f"evaluation.retrievers=[{', '.join(retrievers)}]", f"retrieval.retriever={served}"],
+        )
+        return measured_retrievers(config)
+
+    assert measured(["bm25", "dense"], "hybrid") == ["bm25", "dense", "hybrid"]
+    assert measured(["hybrid", "bm25"], "hybrid") == ["bm25", "hybrid"]
+    assert measured([], "dense") == ["bm25", "dense"]
+    assert measured(["dense"], "bm25") == ["bm25", "dense"]
+
+
 def test_the_comparison_needs_the_served_pool():
     candidates = np.array([1])
     judged = {
         "bm25": judged_pool(pool([(1, 10, 1, 1, 1)]), [RETRIEVAL_ORDER, CHAMPION], candidates)
     }
     with pytest.raises(ValueError, match="the hybrid pool, the served one"):
-        compare_retrievers(judged, [CHAMPION], {1: np.array([1])}, 10, 100, 0, served="hybrid")
+        compare_retrievers(
+            judged, [CHAMPION], {1: np.array([1])}, 10, 100, 0, served_retriever="hybrid"
+        )
 
 
 def test_a_candidate_whose_pool_came_back_empty_still_counts():
@@ -138,7 +218,7 @@ def test_a_pool_that_misses_the_relevant_jobs_scores_a_lower_ndcg_not_a_higher_o
     }
     assert ndcg_at_k(judged["dense"].ranked[RETRIEVAL_ORDER], 10).tolist() == [1.0]
     relevant = {2: np.array([10]), 1: np.array([1])}
-    compared = compare_retrievers(judged, [CHAMPION], relevant, 10, 100, 0)
+    compared = compare_retrievers(judged, [CHAMPION], relevant, 10, 100, 0, served_retriever="bm25")
     ndcg = {p.name: p.ndcg.mean for p in compared.pipelines}
     assert ndcg["bm25"] == pytest.approx(1.0)
     ideal = 2 * np.sum(1 / np.log2(np.arange(10) + 2))
@@ -152,7 +232,9 @@ def test_no_candidates_give_nan_rows_not_an_error():
     judged = {
         name: judged_pool(empty, [RETRIEVAL_ORDER, CHAMPION], none) for name in ("bm25", "dense")
     }
-    compared = compare_retrievers(judged, [CHAMPION], {2: none, 1: none}, 10, 100, 0, judged)
+    compared = compare_retrievers(
+        judged, [CHAMPION], {2: none, 1: none}, 10, 100, 0, judged, served_retriever="dense"
+    )
     assert compared.candidates == 0 and compared.held_out_candidates == 0
     assert all(np.isnan(p.recall.mean) and np.isnan(p.held_out_found) for p in compared.pools)
     assert all(np.isnan(p.precision.mean) and np.isnan(p.ndcg.mean) for p in compared.pipelines)
@@ -209,7 +291,13 @@ def test_the_comparison_prints_and_logs_under_names_mlflow_accepts():
     rankers = [RETRIEVAL_ORDER, CHAMPION, KNN_RANKER, mix_name(CHAMPION)]
     judged = {"bm25": judged_pool(frame, rankers, candidates)}
     compared = compare_retrievers(
-        judged, [CHAMPION, KNN_RANKER, mix_name(CHAMPION)], {1: np.array([1])}, 1, 100, 0
+        judged,
+        [CHAMPION, KNN_RANKER, mix_name(CHAMPION)],
+        {1: np.array([1])},
+        1,
+        100,
+        0,
+        served_retriever="bm25",
     )
     report = EvaluationReport(1, {}, retrievers=compared)
     assert "bm25 >> DRMM v5 + kNN" in report.format()

@@ -9,12 +9,14 @@ import os
 import socket
 from dataclasses import replace
 
+import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from jobrec_core.training import worker
 from jobrec_core.training.plan import EpochRecord, TrainPlan, TrainResult
-from jobrec_core.training.worker import InStep, _Progress, deterministic_cuda
+from jobrec_core.training.worker import InStep, _Progress
 from jobrec_scoring.network import Drmm, DrmmSpec
 
 
@@ -119,25 +121,42 @@ def test_phase_1_is_kept_when_phase_2_ends_no_better():
     assert single.selected_record().phase == 2  # an older result: the last phase's
 
 
-def test_a_gpu_process_asks_for_deterministic_kernels_before_any_runs(monkeypatch):
-    """What `_process` sets before it picks a CUDA device (the settings themselves need no
-    GPU to be read back); a workspace size already chosen by the user is kept."""
+def test_a_gpu_worker_asks_for_deterministic_kernels_before_any_runs_and_puts_them_back(
+    monkeypatch,
+):
+    """`train_worker` on a GPU: CUDA's determinism is on before the process picks its device
+    and throughout training, and the process's settings are back as they were afterwards
+    (the `single` launcher trains in the driver). A workspace size the user chose is kept.
+    The settings need no GPU to be read back, so `torch.cuda` is stood in for here."""
     monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
-    before = (
-        torch.are_deterministic_algorithms_enabled(),
-        torch.is_deterministic_algorithms_warn_only_enabled(),
-        torch.backends.cudnn.benchmark,
-        torch.backends.cudnn.deterministic,
-    )
-    try:
-        deterministic_cuda()
-        assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
-        assert torch.are_deterministic_algorithms_enabled()
-        assert torch.is_deterministic_algorithms_warn_only_enabled()
-        assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
-        monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
-        deterministic_cuda()
+    seen: dict[str, bool] = {}
+
+    def deterministic() -> bool:
+        return (
+            torch.are_deterministic_algorithms_enabled()
+            and torch.is_deterministic_algorithms_warn_only_enabled()
+            and torch.backends.cudnn.deterministic
+            and not torch.backends.cudnn.benchmark
+        )
+
+    def set_device(rank: int) -> None:
+        seen["device"] = deterministic()
+
+    def train(plan: TrainPlan, process: object) -> None:
+        seen["training"] = deterministic()
+        raise RuntimeError("stop here")
+
+    before = deterministic()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "set_device", set_device)
+    monkeypatch.setattr(worker, "_train", train)
+    with pytest.raises(RuntimeError, match="stop here"):
+        worker.train_worker(replace(PLAN, use_gpu=True))
+    assert seen == {"device": True, "training": True}
+    assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":4096:8"
+    assert deterministic() == before and not torch.are_deterministic_algorithms_enabled()
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
+    with worker.deterministic_cuda(True):
         assert os.environ["CUBLAS_WORKSPACE_CONFIG"] == ":16:8"
-    finally:
-        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
-        torch.backends.cudnn.benchmark, torch.backends.cudnn.deterministic = before[2:]
+    with worker.deterministic_cuda(False):  # a CPU training leaves everything as it is
+        assert not torch.are_deterministic_algorithms_enabled()
