@@ -148,14 +148,16 @@ def load_champion(config: JobrecConfig, *, splits: str | None = None) -> Champio
             f"{settings.model_name} has no {settings.champion_alias!r} version: train and "
             f"promote one first (jobs/train_drmm.py, jobs/promote_model.py)"
         ) from error
+    # Other embeddings: its histograms and IDFs come from another vocabulary, so it can
+    # score no current pool.
     embeddings = str(manifest.current(config, "embeddings")["version"])
-    trained_on = stale_embeddings(client, current, embeddings)
+    trained_on = stale_input(client, current, EMBEDDINGS_TAG, embeddings)
     if trained_on is not None:
         raise NoChampionError(
             f"{settings.model_name} version {current.version} was trained with embeddings "
             f"{trained_on}, the current ones are {embeddings}: retrain and promote a model first"
         )
-    other_splits = None if splits is None else stale_splits(client, current, splits)
+    other_splits = None if splits is None else stale_input(client, current, SPLIT_RULE_TAG, splits)
     if other_splits is not None:
         raise NoChampionError(
             f"{settings.model_name} version {current.version} was trained under split rule "
@@ -176,12 +178,6 @@ EMBEDDINGS_TAG = "embeddings_version"
 SPLIT_RULE_TAG = "split_rule"  # `models.splits.SplitRule.fingerprint`
 
 
-def trained_embeddings(client: MlflowClient, model_version: ModelVersion) -> str | None:
-    """The embeddings version a registered model's training run was tagged with (None for a
-    model logged outside a training run)."""
-    return training_run_tag(client, model_version, EMBEDDINGS_TAG)
-
-
 def stale_input(
     client: MlflowClient, model_version: ModelVersion, tag: str, current: str
 ) -> str | None:
@@ -190,18 +186,6 @@ def stale_input(
     taken as it is)."""
     trained_on = training_run_tag(client, model_version, tag)
     return None if trained_on is None or trained_on == current else trained_on
-
-
-def stale_embeddings(client: MlflowClient, model_version: ModelVersion, current: str) -> str | None:
-    """The embeddings a registered model was trained on, when they are not `current`: its
-    histograms and IDFs come from another vocabulary, so it can score no current pool."""
-    return stale_input(client, model_version, EMBEDDINGS_TAG, current)
-
-
-def stale_splits(client: MlflowClient, model_version: ModelVersion, current: str) -> str | None:
-    """The split rule a registered model was trained under, when it is not `current`: the
-    current test and evaluation candidates may then be ones it learnt from."""
-    return stale_input(client, model_version, SPLIT_RULE_TAG, current)
 
 
 def trained_configuration(client: MlflowClient, model_version: ModelVersion) -> str | None:
