@@ -51,6 +51,24 @@ def test_the_top_singular_values_and_vectors_match_a_dense_svd():
     np.testing.assert_allclose(np.abs(np.sum(vectors * rows[:6].T, axis=0)), 1.0, atol=1e-6)
 
 
+def test_the_fit_over_row_blocks_matches_the_fit_over_the_whole_matrix():
+    # the seed preset's 7.4M candidates are fitted a block of rows at a time (the dense
+    # products of the whole matrix killed the driver); a matrix within one block is fitted
+    # exactly as the whole, and uneven blocks agree to rounding
+    candidates, jobs = _interests(4)
+    matrix = sp.csr_matrix(
+        (np.ones(len(jobs)), (candidates - candidates.min(), jobs)),
+        shape=(candidates.max() - candidates.min() + 1, jobs.max() + 1),
+    )
+    whole_values, whole_vectors = top_singular_vectors(matrix, 6, seed=5)
+    one_values, one_vectors = top_singular_vectors(matrix, 6, seed=5, rows_per_block=600)
+    np.testing.assert_array_equal(one_values, whole_values)
+    np.testing.assert_array_equal(one_vectors, whole_vectors)
+    blocked_values, blocked_vectors = top_singular_vectors(matrix, 6, seed=5, rows_per_block=37)
+    np.testing.assert_allclose(blocked_values, whole_values, rtol=1e-9)
+    np.testing.assert_allclose(np.abs(blocked_vectors), np.abs(whole_vectors), atol=1e-8)
+
+
 def test_a_matrix_of_lower_rank_gives_fewer_dimensions_and_an_empty_one_none():
     matrix = sp.csr_matrix(np.outer(np.arange(1, 11), np.arange(1, 6)).astype(float))
     values, vectors = top_singular_vectors(matrix, 4, seed=0)
