@@ -28,7 +28,9 @@ seed give the same vectors.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
+from functools import reduce
+from operator import iadd
 
 import numpy as np
 import pandas as pd
@@ -75,10 +77,10 @@ def top_singular_vectors(
     basis = _orthonormal(np.random.default_rng(seed).standard_normal((columns, width)))
     for _ in range(_POWER_ITERATIONS):
         blocks = _row_blocks(matrix, basis, rows_per_block)
-        basis = _orthonormal(_summed(part.T @ product for part, product in blocks))
+        basis = _orthonormal(reduce(iadd, (part.T @ product for part, product in blocks)))
     # Rayleigh-Ritz on A^T A
     blocks = _row_blocks(matrix, basis, rows_per_block)
-    gram = _summed(product.T @ product for _, product in blocks)
+    gram = reduce(iadd, (product.T @ product for _, product in blocks))  # summed in place
     values, rotation = np.linalg.eigh(gram)
     kept = np.argsort(values)[::-1][:dimensions]
     kept = kept[values[kept] > _RANK_TOLERANCE * max(values.max(), 1e-300)]
@@ -95,19 +97,6 @@ def _row_blocks(
     for start in range(0, matrix.shape[0], rows):
         part = matrix[start : start + rows]
         yield part, part @ basis
-
-
-def _summed(terms: Iterable[np.ndarray]) -> np.ndarray:
-    """The sum of the blocks' terms (fresh arrays), in their order, accumulated in place."""
-    total: np.ndarray | None = None
-    for term in terms:
-        if total is None:
-            total = term
-        else:
-            total += term
-    if total is None:
-        raise ValueError("no blocks to sum")
-    return total
 
 
 def _orthonormal(block: np.ndarray) -> np.ndarray:
