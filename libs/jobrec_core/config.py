@@ -450,7 +450,8 @@ class EvaluationConfig(_Section):
     held_out_candidates: int = Field(ge=0)
     bootstrap_resamples: int = Field(ge=100)
     # Experiment 5: the ground truth's candidates through each retriever's pool, in its own
-    # order and re-ranked by the champion (bm25 is the reference); fewer than two: skipped.
+    # order and re-ranked by the champion (bm25 is the reference; without a champion, the
+    # own orders alone); fewer than two: skipped.
     retrievers: list[Literal["bm25", "dense", "hybrid"]] = []
     retriever_candidates: int = Field(default=5000, ge=0)  # for each of its two parts
     # Committed sections the report appends verbatim: a heavier preset's snapshot

@@ -99,10 +99,15 @@ class EvaluationReport:
 
     def _retriever_lines(self, compared: RetrieverComparison) -> list[str]:
         k = self.k
+        orders = (
+            "in its own order and re-ranked by the champion"
+            if any(row.reranker for row in compared.pipelines)
+            else "in its own order alone, as served while no model has passed the gate"
+        )
         lines = [
             f"5. Retrievers: {compared.candidates:,} ground-truth candidates and "
             f"{compared.held_out_candidates:,} held-out-interest queries, each retriever's pool "
-            "(at most 100 jobs, own jobs left out) in its own order and re-ranked by the champion",
+            f"(at most 100 jobs, own jobs left out) {orders}",
             f"  {'pool':<10}{'recall':>8}{'95% CI':>16}{f'ceiling P@{k}':>15}"
             f"{'vs bm25':>10}{'95% CI':>18}{'p':>9}{'held-out found':>16}",
         ]

@@ -81,7 +81,12 @@ class PipelineRow:
 
     @property
     def name(self) -> str:
-        return self.retriever if self.reranker is None else f"{self.retriever} >> {self.reranker}"
+        return pipeline_name(self.retriever, self.reranker)
+
+
+def pipeline_name(retriever: str, reranker: str | None) -> str:
+    """A pipeline as PyTerrier writes it: `retriever >> reranker`, or the retriever alone."""
+    return retriever if reranker is None else f"{retriever} >> {reranker}"
 
 
 @dataclass(frozen=True)
@@ -100,10 +105,10 @@ class PoolRow:
 @dataclass(frozen=True)
 class Selection:
     """What the held-out log rank selects among the servable pipelines (each retriever's pool
-    re-ranked by the champion): the `served` one (`retrieval.retriever`'s), or the one with
-    the highest log-rank score among those significantly above it
-    (`ranking.statistics.significantly_above`, Holm-corrected across the others), with that
-    paired gain (None when the served one stands)."""
+    re-ranked by the champion; in its own order while there is none): the `served` one
+    (`retrieval.retriever`'s), or the one with the highest log-rank score among those
+    significantly above it (`ranking.statistics.significantly_above`, Holm-corrected across
+    the others), with that paired gain (None when the served one stands)."""
 
     pipeline: str
     served: str
@@ -159,7 +164,8 @@ def compare_retrievers(
     and the `served_retriever`'s among them) and `relevant` (each candidate's relevant jobs in the
     collection, by label: `ground_truth.relevant_totals`) -> the pool table (recall against
     BM25's) and the pipeline table (each pool in its own order and re-ranked by each of
-    `rerankers`, against the first on BM25's pool); with `held_out` (the same retrievers'
+    `rerankers`, against the first on BM25's pool; no `rerankers` when there is no champion:
+    the pools' own orders, against BM25's); with `held_out` (the same retrievers'
     pools of held-out-interest queries, the held-out job labelled), each pipeline's held-out
     log-rank score and MRR over `pool_size` too, and the :class:`Selection`. nDCG@k is over
     the collection's ideal, not the pool's: a pool that misses relevant jobs must not score
@@ -189,8 +195,9 @@ def compare_retrievers(
     pipelines = [
         PipelineRow(name, ranker, _NAN, _NAN) for name in order for ranker in (None, *rerankers)
     ]
+    first_reranker = rerankers[0] if rerankers else None  # none: no champion to re-rank
     reference = next(
-        p for p in pipelines if p.retriever == BM25_RETRIEVER and p.reranker == rerankers[0]
+        p for p in pipelines if p.retriever == BM25_RETRIEVER and p.reranker == first_reranker
     )
     ranked = {p.name: pools[p.retriever].ranked[p.reranker or RETRIEVAL_ORDER] for p in pipelines}
     precision = {p.name: precision_at_k(ranked[p.name], k) for p in pipelines}
@@ -262,7 +269,7 @@ def with_held_out(
         held_out_candidates=candidates,
         selection=select(
             {p.name: scores[p.name] for p in pipelines if p.reranker == reference.reranker},
-            f"{comparison.served_retriever} >> {reference.reranker}",
+            pipeline_name(comparison.served_retriever, reference.reranker),
             resamples,
             seed,
         ),

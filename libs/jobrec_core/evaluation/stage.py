@@ -435,11 +435,16 @@ def champion_scorer(
     spark: SparkSession, config: JobrecConfig, models: dict[str, str]
 ) -> Scorer | None:
     """The registry's champion as a ranker, named after its configuration when it is one
-    of the evaluated models; None (with a warning) when there is no champion yet."""
+    of the evaluated models; None (with a warning) when there is none: none trained yet, or
+    the gate found none better than BM25's order."""
     try:
         champion = load_champion(config, splits=current_split_rule(config).fingerprint)
     except LookupError as error:
-        log.warning("evaluation 5/5: skipped: %s", error)
+        log.warning(
+            "evaluation 5/5: %s; the pools are compared in their own orders, as recommend "
+            "serves them without a champion",
+            error,
+        )
         return None
     name = next(
         (ranker for ranker, version in models.items() if version == str(champion.version)),
@@ -463,19 +468,25 @@ def run_retrievers(
     spark: SparkSession,
     config: JobrecConfig,
     inputs: RankingInputs,
-    champion: Scorer,
+    champion: Scorer | None,
     scored: ScoredPools,
 ) -> RetrieverComparison | None:
     """`evaluation.retriever_candidates` ground-truth candidates and as many held-out-interest
     queries through each of :func:`measured_retrievers`' pools, in the pool's own order and
-    re-ranked by `champion` (`evaluation.retrievers`)."""
+    re-ranked by `champion` (`evaluation.retrievers`); without a champion, in their own
+    orders alone (and without kNN, which mixes with the champion), which is what
+    `recommend` serves then."""
     settings = config.evaluation
     count = settings.retriever_candidates
     truth_path = RawLocations.of(config).ground_truth
     if count <= 0 or not is_delta_table(spark, truth_path):
         return None
-    rankers = [RetrievalOrderScorer(), champion]
-    knn = tune_knn(spark, config, inputs, champion) if config.knn.dev_candidates > 0 else None
+    rankers = [RetrievalOrderScorer(), *([champion] if champion else [])]
+    knn = (
+        tune_knn(spark, config, inputs, champion)
+        if champion and config.knn.dev_candidates > 0
+        else None
+    )
     candidates = held_out_candidates(spark, config, count)
     truth = read_delta(spark, truth_path)
     queries = queries_of(config, inputs, candidates).cache()
@@ -507,7 +518,9 @@ def run_retrievers(
         _knn_columns(knn, inputs, held_out_queries, champion),
     )
     held_out_queries.unpersist()
-    rerankers = [champion.name, *([KNN_RANKER, mix_name(champion.name)] if knn else [])]
+    rerankers = [r.name for r in rankers[1:]]
+    if knn:
+        rerankers += [KNN_RANKER, mix_name(rerankers[0])]
     compared = compare_retrievers(
         judged,
         rerankers,
@@ -596,10 +609,11 @@ def _query_vectors(inputs: RankingInputs, queries: DataFrame) -> pd.DataFrame:
 
 
 def _knn_columns(
-    knn: KnnScoring | None, inputs: RankingInputs, queries: DataFrame, champion: Scorer
+    knn: KnnScoring | None, inputs: RankingInputs, queries: DataFrame, champion: Scorer | None
 ) -> Callable[[pd.DataFrame], pd.DataFrame] | None:
-    """What adds the kNN rankers' columns to a collected pool of `queries` (None: no kNN)."""
-    if knn is None:
+    """What adds the kNN rankers' columns to a collected pool of `queries` (None: no kNN,
+    which needs a champion to mix with)."""
+    if knn is None or champion is None:
         return None
     vectors = _query_vectors(inputs, queries)
     return lambda frame: with_knn(frame, vectors, knn.memory, knn.index, champion.name, knn.choice)
@@ -728,6 +742,5 @@ def run_evaluation(
     if len(config.evaluation.retrievers) > 1:
         log.info("evaluation 5/5: retrievers (%s)", ", ".join(measured_retrievers(config)))
         champion = champion_scorer(spark, config, models)
-        if champion is not None:
-            report.retrievers = run_retrievers(spark, config, inputs, champion, scored)
+        report.retrievers = run_retrievers(spark, config, inputs, champion, scored)
     return report

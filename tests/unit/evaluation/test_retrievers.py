@@ -186,6 +186,30 @@ def test_experiment_5_always_measures_the_served_retriever():
     assert measured(["dense"], "bm25") == ["bm25", "dense"]
 
 
+def test_without_a_champion_the_pools_own_orders_are_compared_and_the_served_one_selected():
+    """No model passed the gate: recommend serves the hybrid pool in its own order, so the
+    comparison measures the pools' own orders against BM25's, and selection names the served
+    retriever alone."""
+    candidates = np.array([1, 2])
+    bm25 = pool([(1, 10, 0, 3, 0), (1, 11, 1, 2, 0), (2, 20, 0, 1, 0)])
+    hybrid = pool([(1, 11, 1, 3, 0), (1, 10, 0, 2, 0), (2, 21, 1, 5, 0)])
+    judged = {
+        name: judged_pool(frame, [RETRIEVAL_ORDER], candidates)
+        for name, frame in (("bm25", bm25), ("hybrid", hybrid))
+    }
+    compared = compare_retrievers(
+        judged, [], {1: np.array([1, 1])}, 1, 200, 0, judged, served_retriever="hybrid"
+    )
+    rows = {p.name: p for p in compared.pipelines}
+    assert list(rows) == ["bm25", "hybrid"] and compared.reference == "bm25"
+    assert rows["bm25"].precision.mean == 0.0 and rows["hybrid"].precision.mean == 1.0
+    assert rows["hybrid"].versus_reference is not None and rows["bm25"].versus_reference is None
+    assert compared.selection == Selection("hybrid", "hybrid")
+    text = EvaluationReport(1, {}, retrievers=compared).format()
+    assert "in its own order alone, as served while no model has passed the gate" in text
+    assert "selected by the held-out log rank: hybrid (served: no other" in text
+
+
 def test_the_comparison_needs_the_served_pool():
     candidates = np.array([1])
     judged = {
