@@ -481,10 +481,10 @@ def run_retrievers(
     truth_path = RawLocations.of(config).ground_truth
     if count <= 0 or not is_delta_table(spark, truth_path):
         return None
-    rankers = [RetrievalOrderScorer(), *([champion] if champion else [])]
+    rankers = [RetrievalOrderScorer(), *([champion] if champion is not None else [])]
     knn = (
         tune_knn(spark, config, inputs, champion)
-        if champion and config.knn.dev_candidates > 0
+        if champion is not None and config.knn.dev_candidates > 0
         else None
     )
     candidates = held_out_candidates(spark, config, count)
