@@ -501,7 +501,7 @@ def run_retrievers(
         "ground_truth",
         lambda frame: with_relevance(frame, inputs.jobs, truth),
         (scored.ground_truth, scored.ground_truth_candidates),
-        _knn_columns(knn, inputs, queries, champion),
+        _knn_columns(knn, inputs, queries),
     )
     queries.unpersist()
     held_out_queries = queries_of(config, inputs, candidates, hold_out=True).cache()
@@ -515,12 +515,12 @@ def run_retrievers(
         "held_out",
         lambda frame: with_held_out_label(frame, held_out_queries),
         (scored.held_out, scored.held_out_candidates),
-        _knn_columns(knn, inputs, held_out_queries, champion),
+        _knn_columns(knn, inputs, held_out_queries),
     )
     held_out_queries.unpersist()
     rerankers = [r.name for r in rankers[1:]]
     if knn:
-        rerankers += [KNN_RANKER, mix_name(rerankers[0])]
+        rerankers += [KNN_RANKER, mix_name(knn.reranker)]
     compared = compare_retrievers(
         judged,
         rerankers,
@@ -544,11 +544,13 @@ def measured_retrievers(config: JobrecConfig) -> list[Retriever]:
 
 @dataclass(frozen=True)
 class KnnScoring:
-    """The kNN memory, its index and what the dev candidates chose."""
+    """The kNN memory, its index, what the dev candidates chose, and the re-ranker (the
+    champion's name) the votes mix with."""
 
     memory: InterestMemory
     index: Any
     choice: KnnChoice
+    reranker: str
 
 
 def tune_knn(
@@ -595,7 +597,7 @@ def tune_knn(
     )
     queries.unpersist()
     log.info("evaluation 5/5: kNN chose k=%d, λ=%.2f", choice.k, choice.lam)
-    return KnnScoring(memory, index, choice)
+    return KnnScoring(memory, index, choice, champion.name)
 
 
 def _query_vectors(inputs: RankingInputs, queries: DataFrame) -> pd.DataFrame:
@@ -609,14 +611,13 @@ def _query_vectors(inputs: RankingInputs, queries: DataFrame) -> pd.DataFrame:
 
 
 def _knn_columns(
-    knn: KnnScoring | None, inputs: RankingInputs, queries: DataFrame, champion: Scorer | None
+    knn: KnnScoring | None, inputs: RankingInputs, queries: DataFrame
 ) -> Callable[[pd.DataFrame], pd.DataFrame] | None:
-    """What adds the kNN rankers' columns to a collected pool of `queries` (None: no kNN,
-    which needs a champion to mix with)."""
-    if knn is None or champion is None:
+    """What adds the kNN rankers' columns to a collected pool of `queries` (None: no kNN)."""
+    if knn is None:
         return None
     vectors = _query_vectors(inputs, queries)
-    return lambda frame: with_knn(frame, vectors, knn.memory, knn.index, champion.name, knn.choice)
+    return lambda frame: with_knn(frame, vectors, knn.memory, knn.index, knn.reranker, knn.choice)
 
 
 def _judged_pools(
