@@ -14,6 +14,7 @@ import copy
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
 
@@ -51,8 +52,45 @@ class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+# `run.as_of`: the data's last date, that date less some days, or a date (`timeline.asof`).
+AS_OF = re.compile(r"latest(-(?P<days>\d+)d)?|(?P<date>\d{4}-\d{2}-\d{2})")
+
+
+def _date_text(value: Any) -> Any:
+    """YAML (a file, or `--set run.as_of=2025-10-17`) reads an unquoted date as a date: the
+    same date as text, which the fields hold."""
+    return value.isoformat() if isinstance(value, date) else value
+
+
+def _iso_date(value: str) -> str:
+    """`value` if it is a calendar date written YYYY-MM-DD, else a ValueError saying so."""
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise ValueError("not a date written YYYY-MM-DD") from None
+    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        raise ValueError("not a date written YYYY-MM-DD")
+    return value
+
+
 class RunConfig(_Section):
     seed: int
+    # The date every stage runs as of (`timeline.asof`): only what was posted or shown by then
+    # is read. `latest`: the data's last date; `latest-14d`: 14 days before it; or a date.
+    # Undated data has no last date: every record counts, as before dates existed.
+    as_of: str = "latest"
+
+    _as_of_text = field_validator("as_of", mode="before")(_date_text)
+
+    @field_validator("as_of")
+    @classmethod
+    def _as_of_form(cls, as_of: str) -> str:
+        match = AS_OF.fullmatch(as_of)
+        if match is None:
+            raise ValueError("expected latest, latest-<days>d (e.g. latest-14d) or YYYY-MM-DD")
+        if match.group("date"):
+            _iso_date(as_of)
+        return as_of
 
 
 class StorageConfig(_Section):
@@ -156,6 +194,9 @@ class PresetConfig(_Section):
     jobs: int = Field(gt=0)
     candidates: int = Field(gt=0)
     real_ads: int = Field(ge=0)
+    # The timeline's length (`data.timeline`): ads posted and interest shown over this many
+    # days up to `data.timeline.end_date`; 0: undated data, in the seed's own format.
+    days: int = Field(default=0, ge=0)
 
     @property
     def generated_jobs(self) -> int:
@@ -175,6 +216,39 @@ class ScoreDistributionConfig(_Section):
     noise: list[float] = Field(min_length=10, max_length=10)
 
 
+class TimelineConfig(_Section):
+    """How a dated dataset's ads and interest spread over time (docs/DATA.md, "The
+    timeline"); the preset's `days` says how long it is."""
+
+    end_date: str  # the data's last date: nothing is posted or shown after it
+    # An ad's life in days, lognormal (median, sigma), clipped to [min, max]
+    lifetime_median_days: float = Field(gt=0)
+    lifetime_sigma: float = Field(ge=0)
+    lifetime_min_days: int = Field(ge=1)
+    lifetime_max_days: int = Field(ge=1)
+    # How interest in an ad falls with its age: a mixture of two exponential decays, the
+    # first days' rush (its share, its mean age) and a slower tail (its mean age)
+    rush_share: float = Field(ge=0, le=1)
+    rush_mean_days: float = Field(gt=0)
+    tail_mean_days: float = Field(gt=0)
+    # A candidate arrives on a uniform day and shows one interest after another, this many
+    # days apart on average (exponential gaps)
+    interest_gap_days: float = Field(gt=0)
+
+    _end_text = field_validator("end_date", mode="before")(_date_text)
+
+    @field_validator("end_date")
+    @classmethod
+    def _end_is_date(cls, end_date: str) -> str:
+        return _iso_date(end_date)
+
+    @model_validator(mode="after")
+    def _lifetimes(self) -> TimelineConfig:
+        if self.lifetime_min_days > self.lifetime_max_days:
+            raise ValueError("lifetime_min_days must not exceed lifetime_max_days")
+        return self
+
+
 class DataConfig(_Section):
     # `presets` before `preset`, so that the preset's validator sees them (`info.data`)
     presets: dict[str, PresetConfig]
@@ -189,6 +263,7 @@ class DataConfig(_Section):
     scores: ScoreDistributionConfig
     candidates_per_task: int = Field(gt=0)
     jobs_per_task: int = Field(gt=0)
+    timeline: TimelineConfig
 
     @field_validator("preset")
     @classmethod
@@ -208,6 +283,16 @@ class IngestConfig(_Section):
     max_sequence_length: int = Field(gt=0)
     max_field_chars: int = Field(gt=0)
     max_keywords: int = Field(gt=0)
+    # The data's last date: a record dated after it is quarantined. null: the export's own
+    # (`raw/export.json`, which the generator writes), else today's date (UTC).
+    last_date: str | None = None
+
+    _last_text = field_validator("last_date", mode="before")(_date_text)
+
+    @field_validator("last_date")
+    @classmethod
+    def _last_is_date(cls, last_date: str | None) -> str | None:
+        return None if last_date is None else _iso_date(last_date)
 
 
 class TextConfig(_Section):
@@ -437,6 +522,14 @@ class PromotionConfig(_Section):
     family_alpha: float = Field(gt=0, lt=1)
 
 
+class TemporalEvaluationConfig(_Section):
+    """Experiment 6 (`evaluation.temporal`): the pipeline's as-of date is the cut; candidates
+    are judged by what they did in the days after it (docs/EVALUATION.md)."""
+
+    window_days: int = Field(gt=0)  # the judged window after the cut
+    candidates: int = Field(ge=0)  # judged candidates at most (a seeded sample); 0: skipped
+
+
 class EvaluationConfig(_Section):
     k: int = Field(gt=0)
     learning_curve: bool
@@ -457,6 +550,7 @@ class EvaluationConfig(_Section):
     # Committed sections the report appends verbatim: a heavier preset's snapshot
     # (`jobrec snapshot`), so that the demo's RESULTS.md carries it and stays reproducible.
     report_appendices: list[str] = []
+    temporal: TemporalEvaluationConfig
 
     @field_validator("baselines")
     @classmethod
@@ -541,6 +635,13 @@ class QualityConfig(_Section):
     error_budget_fraction: float = Field(ge=0, le=1)
 
 
+class ServingConfig(_Section):
+    # The day an online answer keeps ads live on (dated data): `wall`, today's (UTC) at each
+    # request; `as_of`, the run's as-of date, for a dataset replayed from its past (the demo's
+    # dates are in 2025, when all of its ads have long closed by the wall clock's).
+    clock: Literal["wall", "as_of"]
+
+
 class JobrecConfig(_Section):
     """The whole configuration; one attribute per section of `conf/base.yaml`."""
 
@@ -566,6 +667,7 @@ class JobrecConfig(_Section):
     knn: KnnConfig
     titles: TitlesConfig
     quality: QualityConfig
+    serving: ServingConfig
 
     env: str = "base"
     project_root: str = "."
@@ -722,7 +824,8 @@ def _parse_override(override: str) -> tuple[str, Any]:
         raise ConfigError(f"--set {override!r}: {name} is {DERIVED_KEYS[name]}")
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError as error:
+    # ValueError: a scalar YAML reads as a date that is none (2025-13-01)
+    except (yaml.YAMLError, ValueError) as error:
         raise ConfigError(f"--set {override!r}: value is not valid YAML: {error}") from None
     # `--set training.learning_rate=1e-3` means the number, as YAML 1.2 reads it; a quoted
     # '1e-3' stays a string (the plain scalar alone is the raw text unchanged).

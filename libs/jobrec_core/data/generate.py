@@ -31,6 +31,14 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from jobrec_core.config import DataConfig
+from jobrec_core.data.timeline import (
+    AdCalendar,
+    activity_days,
+    ad_lifetimes,
+    days_by_rank,
+    iso_dates,
+    place_interests,
+)
 from jobrec_core.taxonomy.onet import Catalogue, Occupation, match_title
 from jobrec_core.taxonomy.titles import GeneratorTitles
 from jobrec_core.text.tokens import clean_tokens, unique_in_order
@@ -47,12 +55,14 @@ JOB_COLUMNS = (
     "keywords",
     "occupation_code",
 )
+DATE_COLUMNS = ("posted_at", "expires_at")  # ISO dates; null (left out of the JSON) undated
 JOB_SCHEMA = (
     "job_id INT, title STRING, function STRING, requirement_summary STRING, "
-    "description STRING, keywords ARRAY<STRING>, occupation_code STRING"
+    "description STRING, keywords ARRAY<STRING>, occupation_code STRING, "
+    "posted_at STRING, expires_at STRING"
 )
 CANDIDATE_SCHEMA = (
-    "identifier BIGINT, sequence ARRAY<STRUCT<job_id: INT, score: INT>>, "
+    "identifier BIGINT, sequence ARRAY<STRUCT<job_id: INT, score: INT, at: DATE>>, "
     "primary_occupation STRING, related_occupation STRING, noise_job_ids ARRAY<INT>"
 )
 RELATED_CHOICES = 5  # a related interest is one of the closest related occupations
@@ -122,10 +132,29 @@ class GenerationPlan:
     """Occupation index per job (job_id - 1); -1 for a real ad that matched no occupation."""
     titles: tuple[GeneratorTitles, ...]
     """Per occupation, the titles its generated ads may have (`taxonomy.titles`)."""
+    calendar: AdCalendar | None = None
+    """Every ad's posting and expiry day (`data.timeline`); None: undated data."""
 
     @property
     def codes(self) -> np.ndarray:
         return np.array([o.code for o in self.catalogue.occupations], dtype=object)
+
+    @property
+    def first_day(self) -> np.datetime64:
+        """The date of the timeline's day 0 (a dated plan only)."""
+        assert self.calendar is not None
+        return self.calendar.first
+
+    def with_dates(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """Job rows (`job_id` ...) with their `DATE_COLUMNS`: ISO dates from the calendar,
+        nulls without one."""
+        if self.calendar is None:
+            return frame.assign(**dict.fromkeys(DATE_COLUMNS))
+        index = frame["job_id"].to_numpy(np.int64) - 1
+        return frame.assign(
+            posted_at=iso_dates(self.calendar.posted[index], self.first_day),
+            expires_at=iso_dates(self.calendar.expires[index], self.first_day),
+        )
 
 
 def assign_job_occupations(
@@ -136,6 +165,31 @@ def assign_job_occupations(
     rng = np.random.default_rng([seed, 1])
     popularity = rng.lognormal(0.0, sigma, len(catalogue))
     return rng.choice(len(catalogue), size=n_jobs, p=popularity / popularity.sum()).astype(np.int32)
+
+
+def ad_calendar(
+    job_occupation: np.ndarray,
+    real_published: np.ndarray,
+    settings: DataConfig,
+    n_occupations: int,
+    seed: int,
+) -> AdCalendar | None:
+    """Every ad's posting day and life on the preset's timeline (None: an undated preset):
+    generated ads on uniformly drawn days, the real ads (the last `len(real_published)` jobs,
+    published at `real_published`) in the order they were published (`data.timeline`)."""
+    days = settings.sizes().days
+    if days == 0:
+        return None
+    n_generated = len(job_occupation) - len(real_published)
+    posted = np.empty(len(job_occupation), dtype=np.int32)
+    posted[:n_generated] = np.random.default_rng([seed, 4]).integers(0, days, n_generated)
+    posted[n_generated:] = days_by_rank(real_published, days)
+    lifetimes = ad_lifetimes(
+        np.random.default_rng([seed, 5]), len(job_occupation), settings.timeline
+    )
+    return AdCalendar.build(
+        job_occupation, posted, lifetimes, n_occupations, days, settings.timeline
+    )
 
 
 # --- jobs ------------------------------------------------------------------------------------
@@ -164,7 +218,7 @@ def generate_job_blocks(
                 )
                 for job_id in range(first, last)
             ]
-            yield pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+            yield plan.with_dates(pd.DataFrame(rows, columns=list(JOB_COLUMNS)))
 
 
 def _generated_count(plan: GenerationPlan) -> int:
@@ -300,7 +354,7 @@ def real_ads_to_jobs(
                     plan.catalogue.occupations[occupation].code if occupation is not None else None,
                 )
             )
-        yield pd.DataFrame(rows, columns=list(JOB_COLUMNS))
+        yield plan.with_dates(pd.DataFrame(rows, columns=list(JOB_COLUMNS)))
 
 
 def extract_requirements(description: str, max_lines: int = 12) -> str:
@@ -418,7 +472,10 @@ class CandidatePools:
 def generate_candidate_block(
     block: int, plan: GenerationPlan, pools: CandidatePools
 ) -> pa.RecordBatch:
-    """One block of candidates, vectorised over the whole block (no loop per candidate)."""
+    """One block of candidates, vectorised over the whole block (no loop per candidate). On a
+    timeline (`plan.calendar`), each interest also has a day and an ad live on it
+    (`data.timeline`), and a candidate with no interest by the timeline's last day is left
+    out: they have not arrived yet."""
     settings = plan.settings
     total = settings.sizes().candidates
     per_block = settings.candidates_per_task
@@ -444,36 +501,54 @@ def generate_candidate_block(
     )
     stranger = _occupation_with_jobs(stranger, pools.counts)
     occupation = np.where(noise, stranger, occupation)
-    slot = (rng.random(n) * pools.counts[occupation]).astype(np.int64)
-    job_ids = pools.jobs_by_occupation[pools.offsets[occupation] + slot]
+    if plan.calendar is None:
+        slot = (rng.random(n) * pools.counts[occupation]).astype(np.int64)
+        job_ids = pools.jobs_by_occupation[pools.offsets[occupation] + slot]
+        day = np.zeros(n, dtype=np.int64)
+    else:
+        day = activity_days(
+            rng, owner, size, plan.calendar.days, settings.timeline.interest_gap_days
+        )
+        job_ids = np.zeros(n, dtype=np.int32)
+        reached = day < plan.calendar.days
+        job_ids[reached] = place_interests(rng, plan.calendar, occupation[reached], day[reached])
 
     genuine_scores = rng.choice(10, size=n, p=_normalised(settings.scores.genuine)) + 1
     noise_scores = rng.choice(10, size=n, p=_normalised(settings.scores.noise)) + 1
     scores = np.where(noise, noise_scores, genuine_scores).astype(np.int32)
 
-    # A candidate shows interest in a job once: drop repeated (candidate, job) pairs.
-    order = np.lexsort((np.arange(n), job_ids, owner))
+    # Each candidate's interests in order of their day (all day 0 undated), and a job once:
+    # the first time (an interest that does not happen has job 0 and leaves).
+    order = np.lexsort((np.arange(n), day, owner))
+    owner, job_ids, scores, noise, day = (a[order] for a in (owner, job_ids, scores, noise, day))
+    by_job = np.lexsort((np.arange(n), job_ids, owner))
     repeated = np.zeros(n, dtype=bool)
-    repeated[order[1:]] = (owner[order[1:]] == owner[order[:-1]]) & (
-        job_ids[order[1:]] == job_ids[order[:-1]]
+    repeated[by_job[1:]] = (owner[by_job[1:]] == owner[by_job[:-1]]) & (
+        job_ids[by_job[1:]] == job_ids[by_job[:-1]]
     )
-    keep = ~repeated
-    owner, job_ids, scores, noise = owner[keep], job_ids[keep], scores[keep], noise[keep]
+    keep = ~repeated & (job_ids > 0)
+    owner, job_ids, scores, noise, day = (a[keep] for a in (owner, job_ids, scores, noise, day))
     lengths = np.bincount(owner, minlength=size)
 
     identifier = block * per_block * 2 + 2 * np.arange(size) + 1 + rng.integers(0, 2, size)
     codes = plan.codes
+    at = (
+        pa.nulls(owner.size, pa.date32())
+        if plan.calendar is None
+        else pa.array(plan.first_day + day.astype("timedelta64[D]"), pa.date32())
+    )
     sequence = pa.ListArray.from_arrays(
         pa.array(_offsets(lengths)),
         pa.StructArray.from_arrays(
-            [pa.array(job_ids.astype(np.int32)), pa.array(scores)], names=["job_id", "score"]
+            [pa.array(job_ids.astype(np.int32)), pa.array(scores), at],
+            names=["job_id", "score", "at"],
         ),
     )
     noise_ids = pa.ListArray.from_arrays(
         pa.array(_offsets(np.bincount(owner[noise], minlength=size))),
         pa.array(job_ids[noise].astype(np.int32)),
     )
-    return pa.RecordBatch.from_arrays(
+    batch = pa.RecordBatch.from_arrays(
         [
             pa.array(identifier.astype(np.int64)),
             sequence,
@@ -489,6 +564,7 @@ def generate_candidate_block(
             "noise_job_ids",
         ],
     )
+    return batch if plan.calendar is None else batch.filter(pa.array(lengths > 0))
 
 
 def generate_candidate_blocks(
@@ -536,8 +612,13 @@ def _offsets(lengths: np.ndarray) -> np.ndarray:
 
 def format_raw_candidates(candidates: DataFrame) -> DataFrame:
     """The paper's raw format: `identifier`, and `sequence` as a Python literal with single
-    quotes: [{'job_id': 481024, 'score': 2}, ...]."""
-    element = "format_string(\"{'job_id': %d, 'score': %d}\", x.job_id, x.score)"
+    quotes: [{'job_id': 481024, 'score': 2}, ...], each element with its date on a timeline
+    (`'at': '2025-10-01'`)."""
+    element = (
+        "if(x.at IS NULL, format_string(\"{'job_id': %d, 'score': %d}\", x.job_id, x.score), "
+        "format_string(\"{'job_id': %d, 'score': %d, 'at': '%s'}\", x.job_id, x.score, "
+        "date_format(x.at, 'yyyy-MM-dd')))"
+    )
     return candidates.select(
         "identifier",
         F.concat(

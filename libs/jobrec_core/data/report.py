@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
@@ -39,6 +39,20 @@ PIPELINE_TABLES: tuple[tuple[Layer, str], ...] = (
 
 
 @dataclass(frozen=True)
+class TimelineProfile:
+    """A dated dataset over time (docs/DATA.md, "The timeline")."""
+
+    first: str  # the first day an ad was posted
+    last: str  # the last day anything was posted or shown
+    ads_per_day: float
+    lifetime_median: float  # days an ad stays live
+    lifetime_mean: float
+    live_on_last_day: int
+    interest_within_2_days: float  # share of interest shown within 2 days of the ad's posting
+    interest_within_4_days: float
+
+
+@dataclass(frozen=True)
 class DataProfile:
     dataset: str
     jobs: int
@@ -51,6 +65,46 @@ class DataProfile:
     pass_rules: int  # candidates with >= min_jobs jobs and a top score >= min_top_score
     noise_jobs: int
     interest_jobs: int
+    timeline: TimelineProfile | None = None  # None: undated data
+
+
+def timeline_profile(jobs: DataFrame, candidates: DataFrame) -> TimelineProfile | None:
+    """How the ads and the interest spread over time; None for undated data."""
+    dated = jobs.where(F.col("posted_at").isNotNull() & F.col("expires_at").isNotNull())
+    life = F.datediff("expires_at", "posted_at")
+    ads = dated.agg(
+        F.min("posted_at").alias("first"),
+        F.max("posted_at").alias("last"),
+        F.count("*").alias("ads"),
+        F.percentile_approx(life, 0.5).alias("median"),
+        F.avg(life).alias("mean"),
+    ).first()
+    if ads is None or not ads["ads"]:
+        return None
+    interests = candidates.select(F.explode("sequence").alias("e")).where(F.col("e.at").isNotNull())
+    age = F.datediff("e.at", "posted_at")
+    shown = (
+        interests.join(dated, F.col("e.job_id") == F.col("job_id"))
+        .agg(
+            F.max("e.at").alias("last"),
+            F.avg((age < 2).cast("double")).alias("within_2"),
+            F.avg((age < 4).cast("double")).alias("within_4"),
+        )
+        .first()
+    )
+    last = max(ads["last"], shown["last"]) if shown and shown["last"] else ads["last"]
+    days = (last - ads["first"]).days + 1
+    live = dated.where((F.col("posted_at") <= F.lit(last)) & (F.col("expires_at") > F.lit(last)))
+    return TimelineProfile(
+        first=ads["first"].isoformat(),
+        last=last.isoformat(),
+        ads_per_day=ads["ads"] / days,
+        lifetime_median=float(ads["median"]),
+        lifetime_mean=float(ads["mean"]),
+        live_on_last_day=live.count(),
+        interest_within_2_days=float(shown["within_2"] or 0.0) if shown else float("nan"),
+        interest_within_4_days=float(shown["within_4"] or 0.0) if shown else float("nan"),
+    )
 
 
 def profile_dataset(spark: SparkSession, config: JobrecConfig) -> DataProfile:
@@ -103,6 +157,7 @@ def profile_dataset(spark: SparkSession, config: JobrecConfig) -> DataProfile:
         pass_rules=passing,
         noise_jobs=int(truth["noise"] or 0) if truth is not None else 0,
         interest_jobs=sum(score_counts.values()),
+        timeline=timeline_profile(jobs, candidates),
     )
 
 
@@ -141,6 +196,16 @@ def format_profile(profile: DataProfile, min_jobs: int, min_top_score: int) -> s
         "  jobs per candidate   " + _distribution(profile.sequence_lengths, head=8),
         "  scores               " + _distribution(profile.scores, head=10),
     ]
+    timeline = profile.timeline
+    if timeline is not None:
+        lines += [
+            f"  timeline             {timeline.first} to {timeline.last}: "
+            f"{timeline.ads_per_day:,.0f} ads posted a day, each live "
+            f"{timeline.lifetime_median:.0f} days (median; mean {timeline.lifetime_mean:.1f}), "
+            f"{timeline.live_on_last_day:,} live on the last day",
+            f"  interest by ad age   {timeline.interest_within_2_days:.1%} within 2 days of "
+            f"the posting, {timeline.interest_within_4_days:.1%} within 4",
+        ]
     return "\n".join(lines)
 
 

@@ -10,8 +10,12 @@ writes tables and files.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import re
+from datetime import UTC, date, datetime
+from pathlib import Path
 
 import numpy as np
 from pyspark import StorageLevel
@@ -23,6 +27,7 @@ from jobrec_core.data.generate import (
     CANDIDATE_SCHEMA,
     JOB_SCHEMA,
     GenerationPlan,
+    ad_calendar,
     assign_job_occupations,
     format_raw_candidates,
     generate_candidate_blocks,
@@ -31,6 +36,8 @@ from jobrec_core.data.generate import (
     real_ads_to_jobs,
 )
 from jobrec_core.data.ingest import CANDIDATES_HEADER, validate_candidates, validate_jobs
+from jobrec_core.platform import manifest
+from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.quarantine import (
     DataQualityError,
     QualityReport,
@@ -60,19 +67,27 @@ def generate_dataset(spark: SparkSession, config: JobrecConfig) -> dict[str, int
     )
     ads = read_real_ads(spark, settings.reference_dir, sizes.real_ads, first_job_id=n_generated + 1)
     title_index = catalogue.title_index()
-    for job_id, title in ads.select("job_id", "title").collect():
+    published = []
+    for job_id, title, published_at in (
+        ads.select("job_id", "title", "publishedAt").orderBy("job_id").collect()
+    ):
         matched = match_title(title or "", title_index)
         if matched is not None:
             job_occupation[job_id - 1] = matched
+        published.append(published_at or "")
     every_real_title = [
         r.title for r in read_real_ads(spark, settings.reference_dir).select("title").collect()
     ]
     titles = split_titles(catalogue, every_real_title, config.titles.split_seed)
+    calendar = ad_calendar(
+        job_occupation, np.array(published, dtype=object), settings, len(catalogue), config.run.seed
+    )
     plan = GenerationPlan(
-        catalogue, settings, config.run.seed, stopwords, job_occupation, titles.generator
+        catalogue, settings, config.run.seed, stopwords, job_occupation, titles.generator, calendar
     )
     shared = spark.sparkContext.broadcast(plan)
     locations = RawLocations.of(config)
+    write_export(locations.export, settings.timeline.end_date if calendar is not None else None)
 
     log.info("generating %d jobs (%d real ads) into %s", sizes.jobs, sizes.real_ads, locations.jobs)
     job_blocks = math.ceil(n_generated / settings.jobs_per_task)
@@ -100,6 +115,8 @@ def generate_dataset(spark: SparkSession, config: JobrecConfig) -> dict[str, int
             "header", "true"
         ).csv(locations.candidates)
         write_delta(ground_truth(candidates), locations.ground_truth)
+        # on a timeline, those who showed no interest by its last day are not written
+        written = sizes.candidates if calendar is None else candidates.count()
     finally:
         candidates.unpersist()
     shared.unpersist()
@@ -107,8 +124,20 @@ def generate_dataset(spark: SparkSession, config: JobrecConfig) -> dict[str, int
         "jobs": sizes.jobs,
         "real_ads": sizes.real_ads,
         "labelled_real_ads": int(np.count_nonzero(job_occupation[n_generated:] >= 0)),
-        "candidates": sizes.candidates,
+        "candidates": written,
     }
+
+
+def write_export(path: str, last_date: str | None) -> None:
+    """The export's own record of its last date (`raw/export.json`), which ingest reads
+    (`data_last_date`): nothing in a dated export is dated after it. An undated export has
+    none, and any earlier one is removed."""
+    target = Path(local_path(path))
+    if last_date is None:
+        target.unlink(missing_ok=True)
+        return
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(json.dumps({"last_date": last_date}) + "\n", encoding="utf-8")
 
 
 def read_candidate_lines(spark: SparkSession, path: str) -> DataFrame:
@@ -135,39 +164,79 @@ def _refuse_empty_input(spark: SparkSession, lines: DataFrame, path: str, source
     )
 
 
+def data_last_date(config: JobrecConfig) -> tuple[date, str]:
+    """The data's last date and where it comes from: `ingest.last_date` when set, else the
+    `last_date` of the export's `raw/export.json` (the generator writes one), else today
+    (UTC). A record dated after it is quarantined.
+
+    An `export.json` that exists but says no date is refused: a wrong last date would
+    quarantine good records, or let records from the future in.
+    """
+    if config.ingest.last_date is not None:
+        return date.fromisoformat(config.ingest.last_date), "ingest.last_date"
+    export = Path(local_path(RawLocations.of(config).export))
+    if export.is_file():
+        try:
+            text = json.loads(export.read_text(encoding="utf-8"))["last_date"]
+            if not isinstance(text, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+                raise ValueError(f"{text!r} is not a date written YYYY-MM-DD")
+            return date.fromisoformat(text), str(export)
+        except (ValueError, KeyError, TypeError) as error:
+            raise DataQualityError(
+                f'{export}: expected {{"last_date": "YYYY-MM-DD"}}, the data\'s last date '
+                f"({type(error).__name__}: {error}); nothing was written. Fix the file, or set "
+                f"ingest.last_date."
+            ) from error
+    return datetime.now(UTC).date(), f"today (UTC): no ingest.last_date and no {export}"
+
+
 def ingest_raw(spark: SparkSession, config: JobrecConfig) -> list[QualityReport]:
     """Raw jobs and candidates of the configured dataset -> bronze tables and quarantine.
 
     Quarantined records are written before the budget is checked, so that a failed run leaves
     them for inspection; the bronze table of a source over budget is not replaced. An empty
-    input is refused before anything is written.
+    input is refused before anything is written. The manifest's `ingest` entry records the
+    data's last date (:func:`data_last_date`) and whether any valid record is dated.
     """
     raw = RawLocations.of(config)
     quarantine_path = table_path(config, "bronze", "quarantine")
     budget = config.quality.error_budget_fraction
     reports = []
+    last_date, source = data_last_date(config)
+    log.info("the data's last date: %s, from %s", last_date.isoformat(), source)
     job_lines = spark.read.text(raw.jobs)
     candidate_lines = read_candidate_lines(spark, raw.candidates)
     _refuse_empty_input(spark, job_lines, raw.jobs, "jobs")
     _refuse_empty_input(spark, candidate_lines, raw.candidates, "candidates")
 
-    jobs = validate_jobs(job_lines, config.ingest)
+    jobs = validate_jobs(job_lines, config.ingest, last_date)
     write_quarantine(jobs.quarantine, quarantine_path, "jobs")
     log.info("%s", jobs.report.format())
     enforce_budget(jobs.report, budget)
     write_delta(jobs.valid, table_path(config, "bronze", "jobs"))
     reports.append(jobs.report)
 
-    job_ids = read_delta(spark, table_path(config, "bronze", "jobs")).select("job_id")
+    bronze_jobs = read_delta(spark, table_path(config, "bronze", "jobs"))
     candidates = validate_candidates(
         candidate_lines,
-        job_ids,
+        bronze_jobs.select("job_id", "posted_at", "expires_at"),
         config.ingest,
         config.cleaning.max_score,
+        last_date,
     )
     write_quarantine(candidates.quarantine, quarantine_path, "candidates")
     log.info("%s", candidates.report.format())
     enforce_budget(candidates.report, budget)
     write_delta(candidates.valid, table_path(config, "bronze", "candidates"))
     reports.append(candidates.report)
+
+    bronze_candidates = read_delta(spark, table_path(config, "bronze", "candidates"))
+    dated = not (
+        bronze_jobs.where(
+            F.col("posted_at").isNotNull() | F.col("expires_at").isNotNull()
+        ).isEmpty()
+        and bronze_candidates.where(F.exists("sequence", lambda e: e["at"].isNotNull())).isEmpty()
+    )
+    manifest.record(config, "ingest", {"last_date": last_date.isoformat(), "dated": dated})
+    log.info("ingest recorded in the manifest: last date %s, dated %s", last_date, dated)
     return reports

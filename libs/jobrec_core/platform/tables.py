@@ -27,12 +27,14 @@ def table_path(config: JobrecConfig, layer: Layer, name: str) -> str:
 
 @dataclass(frozen=True)
 class RawLocations:
-    """The files as delivered: jobs (JSON lines), candidates (the paper's TSV), and for
-    generated data the candidates' ground truth (Delta)."""
+    """The files as delivered: jobs (JSON lines), candidates (the paper's TSV), the export's
+    description (`export.json`: `{"last_date": "YYYY-MM-DD"}`, the data's last date), and
+    for generated data the candidates' ground truth (Delta)."""
 
     jobs: str
     candidates: str
     ground_truth: str
+    export: str
 
     @staticmethod
     def of(config: JobrecConfig) -> RawLocations:
@@ -40,6 +42,7 @@ class RawLocations:
             jobs=table_path(config, "raw", "jobs"),
             candidates=table_path(config, "raw", "candidates"),
             ground_truth=table_path(config, "raw", "ground_truth_candidates"),
+            export=table_path(config, "raw", "export.json"),
         )
 
 

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 REAL_ADS_FILE = "ashby-postings-2025/postings.jsonl.gz"
 REAL_ADS_SCHEMA = (
     "id STRING, title STRING, department STRING, team STRING, location STRING, "
-    "descriptionPlain STRING"
+    "descriptionPlain STRING, publishedAt STRING"
 )
 
 
