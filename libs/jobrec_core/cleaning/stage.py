@@ -17,6 +17,9 @@ How the work is laid out:
 5. the kept jobs form the cleaned sequence, the rules apply again, and the positive job (the
    highest score; the most recent on a tie) is recorded.
 
+Only the interest shown by the run's as-of date counts (`timeline.asof`): a candidate is
+cleaned as they stood then, and one who had shown none yet is not a candidate.
+
 All joins and aggregations run in Spark SQL; Python (`mapInPandas`, `mapInArrow`) only
 computes distances, with the word vectors memory-mapped once per worker process.
 """
@@ -58,6 +61,7 @@ from jobrec_core.platform.tables import (
     write_delta,
 )
 from jobrec_core.text.vectors import keyed_vectors
+from jobrec_core.timeline.asof import as_of, interest_by
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +181,11 @@ def run_cleaning(spark: SparkSession, config: JobrecConfig) -> Funnel:
     embeddings = manifest.current(config, "embeddings")
     vectors_file, documents = job_documents(spark, config)
 
-    bronze = read_delta(spark, table_path(config, "bronze", "candidates"))
+    timeline = as_of(config)
+    log.info("clean_candidates: %s", timeline.describe())
+    bronze = interest_by(
+        read_delta(spark, table_path(config, "bronze", "candidates")), timeline.day
+    )
     # A job without an id (bronze written before ingestion refused such ids) matches no job,
     # so it is unknown too: the hit is having unknown jobs, not their smallest id.
     unknown = (
@@ -301,7 +309,9 @@ def evaluate_noise_filter(
     """Exact mean similarities of every job of the candidates passing the rules, scored
     against the ground truth's noise jobs at each threshold."""
     vectors_file, documents = job_documents(spark, config)
-    candidates = read_delta(spark, table_path(config, "bronze", "candidates"))
+    candidates = interest_by(
+        read_delta(spark, table_path(config, "bronze", "candidates")), as_of(config).day
+    )
     outputs = clean_candidates(
         spark,
         candidates,

@@ -8,6 +8,10 @@
   hash make the vectors a function of the seed alone.
 * :func:`compute_idf` gives `log(N / df)` per term over the jobs (§3.1), in Spark.
 
+Every job is tokenised (a job's tokens are its own); word2vec and the IDF learn only from
+the ads posted by the run's as-of date (`timeline.asof`), so that no later ad's words shape
+the vectors or the weights.
+
 The vectors are saved with gensim's `KeyedVectors.save`, whose arrays executors can
 memory-map, under a version named after the corpus' content, the settings and the seed:
 rerunning on the same jobs gives the same version, whose complete files are reused rather
@@ -42,6 +46,7 @@ from jobrec_core.platform.tables import (
 )
 from jobrec_core.text.tokens import load_stopwords, tokenize_jobs
 from jobrec_core.text.vectors import keyed_vectors
+from jobrec_core.timeline.asof import as_of, jobs_posted_by
 
 log = logging.getLogger(__name__)
 
@@ -90,13 +95,14 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
     silver = table_path(config, "silver", "jobs")
     stopwords = load_stopwords(tuple(config.text.stopword_languages))
     write_delta(tokenize_jobs(read_delta(spark, bronze), stopwords), silver)
-    tokenized = read_delta(spark, silver)
+    timeline = as_of(config)
+    corpus = jobs_posted_by(read_delta(spark, silver), timeline.day)
     # Named after the corpus itself, not the table's version: a rerun on the same jobs (a new
     # Delta version of the same rows) keeps the name, so the champion trained on these
     # embeddings still matches them.
     name = version_of(
         config.embeddings,
-        {"dataset": config.data.preset, "corpus": content_fingerprint(all_tokens(tokenized))},
+        {"dataset": config.data.preset, "corpus": content_fingerprint(all_tokens(corpus))},
         config.run.seed,
     )
     version = EmbeddingsVersion(name, table_path(config, "silver", f"embeddings/{name}"))
@@ -107,9 +113,9 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
         log.info("embeddings %s: built from this very corpus before, reused", name)
         vocabulary = len(keyed_vectors(version.vectors_file))
     else:
-        log.info("embeddings %s: writing the corpus", name)
+        log.info("embeddings %s: writing the corpus (%s)", name, timeline.describe())
         (
-            all_tokens(tokenized)
+            all_tokens(corpus)
             .orderBy("job_id")
             .select(F.concat_ws(" ", "tokens").alias("value"))
             .coalesce(1)
@@ -122,12 +128,12 @@ def build_embeddings(spark: SparkSession, config: JobrecConfig) -> EmbeddingsRes
         )
         # Arrays always in separate .npy files, which executors memory-map.
         model.wv.save(local_path(version.vectors_file), sep_limit=0)
-        write_delta(compute_idf(tokenized), version.idf_table)
+        write_delta(compute_idf(corpus), version.idf_table)
         complete.write_text(name, encoding="utf-8")  # last: a failed build is built again
         vocabulary = len(model.wv)
     result = EmbeddingsResult(
         version=version,
-        jobs=tokenized.count(),
+        jobs=corpus.count(),
         vocabulary=vocabulary,
         terms=read_delta(spark, version.idf_table).count(),
         seconds=time.perf_counter() - started,

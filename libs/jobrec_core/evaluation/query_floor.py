@@ -115,7 +115,7 @@ def choose_query_floor(
         raise ValueError(
             f"the floors must start with 0, the paper's query, each once: got {list(floors)}"
         )
-    inputs = ranking_inputs(spark, config, ship_tables=False)
+    inputs = ranking_inputs(spark, config, ship_tables=False, history=True)
     candidates = sample_candidates(spark, config, count).cache()
     if candidates.isEmpty():
         raise ValueError(

@@ -23,6 +23,13 @@ Faults, and who handles them:
 The texts indexed are the cleaned tokens of stage 1 joined by spaces, analysed by a
 tokenizer that splits them at the spaces again, so the terms of the index are exactly the
 terms queries are built from (stage 3).
+
+**Dated data** (`timeline.asof`) gets two versions as of the run's date, each a whole index
+of its own so that BM25's statistics (IDF, average lengths) are those of its ads alone: the
+ads live that day behind `elasticsearch.index_alias`, what recommendations search, and every
+ad posted by then, expired ones included, behind `<alias>_history` (`history_alias`), what
+the training data and the paper's evaluations search, since a candidate's past interest is
+mostly in ads that have expired since. Undated data has one version, behind the alias.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -73,12 +80,14 @@ from jobrec_core.search.index_versions import (
     DEAD_LETTER_SUFFIX,
     IndexBuildError,
     aliased_indices,
+    history_alias,
     prune_versions,
     root_cause,
     swap_alias,
     wait_for_cluster,
 )
 from jobrec_core.text.vectors import broadcast_idf
+from jobrec_core.timeline.asof import as_of, jobs_live_on, jobs_posted_by
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +106,7 @@ class IndexResult:
     previous: list[str]
     segments: int = 0  # the finished version's, primaries together
     removed: list[str] = field(default_factory=list)
+    history: IndexResult | None = None  # dated data: the version of every ad posted by then
 
     @property
     def docs_per_second(self) -> float:
@@ -115,6 +125,8 @@ class IndexResult:
             lines += [f"  {reason:<36} {n:>8,}" for reason, n in sorted(self.quarantined.items())]
         if self.removed:
             lines.append(f"removed old versions: {', '.join(self.removed)}")
+        if self.history is not None:
+            lines += ["", self.history.format()]
         return "\n".join(lines)
 
 
@@ -131,15 +143,17 @@ def build_index(
     connection_options: dict[str, str],
     documents: DataFrame,
     source: dict[str, Any],
+    alias: str | None = None,
 ) -> IndexResult:
-    """Build a new version from `documents`, check it, swap the alias, prune old versions.
+    """Build a new version of `alias` (default `elasticsearch.index_alias`) from
+    `documents`, check it, swap the alias, prune old versions.
 
     `source` describes the input (recorded in the index's `_meta`). Raises
     :class:`IndexBuildError` when the index cannot be completed and
     :class:`~jobrec_core.platform.quarantine.DataQualityError` past the error budget; in both
     cases the alias is untouched.
     """
-    alias = config.elasticsearch.index_alias
+    alias = alias or config.elasticsearch.index_alias
     settings = config.indexing
     name = new_index_name(alias)
     dead_letters = name + DEAD_LETTER_SUFFIX
@@ -447,57 +461,131 @@ def _progress(client: Elasticsearch, index: str, total: int) -> Iterator[None]:
 # --- the stage ------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class VersionSource:
+    """What a run's versions are built from: the tokenised jobs at one Delta version, and the
+    embeddings' vectors for their `doc_vector` (`indexing.vectors`)."""
+
+    jobs: DataFrame
+    meta: dict[str, Any]  # recorded in every version's `_meta`
+    tables: list[str]  # the Delta tables read, for MLflow
+    vectors: tuple[str, Any] | None  # (vectors file, broadcast IDF)
+
+    @staticmethod
+    def of(spark: SparkSession, config: JobrecConfig) -> VersionSource:
+        silver = table_path(config, "silver", "jobs")
+        try:
+            version = delta_version(spark, silver)
+        except Exception as error:
+            if "is not a Delta table" not in str(error) and "doesn't exist" not in str(error):
+                raise
+            raise IndexBuildError(
+                f"no tokenised jobs at {silver}: run jobs/train_embeddings.py first"
+            ) from None
+        day = as_of(config).day
+        meta: dict[str, Any] = {
+            "dataset": config.data.preset,
+            "table": silver,
+            "table_version": version,
+            "as_of": day.isoformat() if day else None,
+        }
+        tables, vectors = [silver], None
+        if config.indexing.vectors:
+            embeddings = manifest.current(config, "embeddings")
+            tables.append(str(embeddings["idf"]))
+            vectors = (local_path(embeddings["vectors"]), broadcast_idf(spark, embeddings))
+            meta["vectors_embeddings"] = str(embeddings["version"])
+        # The version recorded in the index's _meta, even if another run commits a newer one.
+        return VersionSource(read_delta(spark, silver, version), meta, tables, vectors)
+
+
+def build_version(
+    spark: SparkSession,
+    config: JobrecConfig,
+    source: VersionSource,
+    selected: DataFrame,
+    view: str,
+    alias: str | None = None,
+) -> IndexResult:
+    """A version of `alias` (default `elasticsearch.index_alias`) holding the jobs `selected`
+    among `source.jobs` (`view` names which, in its `_meta`), with their vectors."""
+    connection = resolve_connection(config)
+    documents = job_documents(selected, config.indexing.fields)
+    if source.vectors is not None:
+        documents = with_job_vectors(documents, selected, config, *source.vectors)
+    return build_index(
+        spark,
+        config,
+        make_client(connection),
+        connector_options(connection),
+        documents,
+        {**source.meta, "view": view},
+        alias,
+    )
+
+
+def index_builder(
+    spark: SparkSession, config: JobrecConfig
+) -> Callable[[Callable[[DataFrame], DataFrame], str, str], tuple[str, int]]:
+    """(a selection of the run's tokenised jobs, an alias, a view) -> (the version built of
+    those jobs, its documents): a stage that needs an index of its own (the temporal
+    evaluation's, `evaluation.stage.IndexBuilder`) gets this from the wiring, and never
+    imports this stage."""
+    source = VersionSource.of(spark, config)
+
+    def build(select: Callable[[DataFrame], DataFrame], alias: str, view: str) -> tuple[str, int]:
+        built = build_version(spark, config, source, select(source.jobs), view, alias)
+        return built.index, built.indexed
+
+    return build
+
+
 def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
-    """silver jobs -> a new version of the `jobs` alias; recorded in the manifest and MLflow."""
+    """silver jobs -> a new version of the `jobs` alias (and, for dated data, of its history:
+    see the module); recorded in the manifest and MLflow."""
     # MLflow is imported when used, as in the other stages: it is slow to import and only the
     # driver needs it.
     import mlflow
 
     from jobrec_core.platform.tracking import configure_mlflow, log_stage_inputs
 
-    silver = table_path(config, "silver", "jobs")
-    try:
-        source_version = delta_version(spark, silver)
-    except Exception as error:
-        if "is not a Delta table" not in str(error) and "doesn't exist" not in str(error):
-            raise
-        raise IndexBuildError(
-            f"no tokenised jobs at {silver}: run jobs/train_embeddings.py first"
-        ) from None
-    connection = resolve_connection(config)
-    client = make_client(connection)
-    # The version recorded in the index's _meta, even if another run commits a newer one.
-    jobs = read_delta(spark, silver, source_version)
-    documents = job_documents(jobs, config.indexing.fields)
-    source: dict[str, Any] = {
-        "dataset": config.data.preset,
-        "table": silver,
-        "table_version": source_version,
-    }
-    tables = [silver]
-    if config.indexing.vectors:
-        embeddings = manifest.current(config, "embeddings")
-        tables.append(str(embeddings["idf"]))
-        documents = with_job_vectors(
-            documents,
-            jobs,
+    source = VersionSource.of(spark, config)
+    timeline = as_of(config)
+    history = None
+    if timeline.dated:
+        log.info("index_jobs: %s", timeline.describe())
+        history = build_version(
+            spark,
             config,
-            local_path(embeddings["vectors"]),
-            broadcast_idf(spark, embeddings),
+            source,
+            jobs_posted_by(source.jobs, timeline.day),
+            "history",
+            history_alias(config.elasticsearch.index_alias),
         )
-        source["vectors_embeddings"] = str(embeddings["version"])
-    result = build_index(spark, config, client, connector_options(connection), documents, source)
+        result = build_version(
+            spark, config, source, jobs_live_on(source.jobs, timeline.day), "live"
+        )
+        result.history = history
+    else:
+        result = build_version(spark, config, source, source.jobs, "all")
     manifest.record(
         config,
         "index",
-        {"alias": result.alias, "index": result.index, "documents": result.indexed, **source},
+        {
+            "alias": result.alias,
+            "index": result.index,
+            "documents": result.indexed,
+            "history_alias": history.alias if history else result.alias,
+            "history_index": history.index if history else result.index,
+            **source.meta,
+        },
     )
     configure_mlflow(config)
     with mlflow.start_run(run_name=f"index_jobs {result.index}"):
         mlflow.set_tags(
             {"stage": "index_jobs", "index": result.index, "dataset": config.data.preset}
         )
-        log_stage_inputs(spark, config, tables)
+        log_stage_inputs(spark, config, source.tables)
         mlflow.log_params(
             {f"indexing.{k}": v for k, v in config.indexing.model_dump().items()}
             | {"similarity.k1": config.elasticsearch.similarity.k1}
@@ -510,6 +598,7 @@ def run_indexing(spark: SparkSession, config: JobrecConfig) -> IndexResult:
                 "attempts": result.attempts,
                 "write_seconds": result.write_seconds,
                 "docs_per_second": result.docs_per_second,
+                **({"history_documents": history.indexed} if history else {}),
             }
         )
     return result

@@ -81,6 +81,7 @@ from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.progress import spark_progress
 from jobrec_core.platform.spark import arrow_batch, schema_columns
 from jobrec_core.platform.tables import read_delta, table_path, write_delta
+from jobrec_core.ranking.factory import searched_alias
 from jobrec_core.search.bm25 import (
     BOTH_QUERIES,
     FULL_QUERY,
@@ -91,6 +92,7 @@ from jobrec_core.search.bm25 import (
 )
 from jobrec_core.search.connection import make_client, resolve_connection
 from jobrec_core.text.vectors import broadcast_idf
+from jobrec_core.timeline.asof import as_of, interest_by
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +188,7 @@ def run_build_pairs(spark: SparkSession, config: JobrecConfig) -> PairsFunnel:
     seed = config.run.seed
     words_and_idf = broadcast_idf(spark, embeddings)
     connection = resolve_connection(config)
-    index = serving_index(make_client(connection), config.elasticsearch.index_alias)
+    index = serving_index(make_client(connection), searched_alias(config, history=True))
     log.info("build_pairs: searching %s (embeddings %s)", index, embeddings["version"])
 
     queries_path = table_path(config, "silver", "queries")
@@ -462,13 +464,14 @@ def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
     each job's behaviour vectors (`features.behaviour`), written to `silver/co_interest` and
     named in the manifest for the ranking pipeline. A cleaned candidate counts with their
     cleaned jobs, the others as ingested: a candidate's row is then exactly the
-    `sequence_job_ids` the profile features take back out of it."""
+    `sequence_job_ids` the profile features take back out of it. Only the interest shown by
+    the run's as-of date counts (`timeline.asof`): an ad posted later has no link yet."""
     cleaned = read_delta(spark, table_path(config, "silver", "candidates")).select(
         "candidate_id", "sequence"
     )
-    ingested = read_delta(spark, table_path(config, "bronze", "candidates")).select(
-        "candidate_id", "sequence"
-    )
+    ingested = interest_by(
+        read_delta(spark, table_path(config, "bronze", "candidates")), as_of(config).day
+    ).select("candidate_id", "sequence")
     rows = cleaned.unionByName(
         ingested.join(cleaned.select("candidate_id"), "candidate_id", "left_anti")
     )

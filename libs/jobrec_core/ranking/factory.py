@@ -41,10 +41,12 @@ from jobrec_core.platform.spark import arrow_to_pandas
 from jobrec_core.platform.tables import read_delta, table_path
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
+    Clock,
     Columns,
     DocumentText,
     DrmmFeatures,
     JobTable,
+    LiveOnly,
     Pipeline,
     PoolRetriever,
     ProfileFeatures,
@@ -61,7 +63,9 @@ from jobrec_core.ranking.scorers import UNTRAINED, Scorer
 from jobrec_core.search.bm25 import serving_index
 from jobrec_core.search.connection import EsConnection, make_client, resolve_connection
 from jobrec_core.search.dense import Retriever
+from jobrec_core.search.index_versions import history_alias
 from jobrec_core.text.vectors import broadcast_idf
+from jobrec_core.timeline.asof import as_of
 
 
 @dataclass(frozen=True)
@@ -77,6 +81,7 @@ class RankingInputs:
     # shipped to the workers too where the index is small (`histograms.worker_tables_max_jobs`)
     tokens: DataFrame | WorkerTable
     graph: DataFrame | WorkerTable
+    dates: DataFrame | WorkerTable  # job_id, posted_at, expires_at (`ranking.pipeline.LiveOnly`)
     connection: EsConnection
     index: str
     partitions: int
@@ -97,6 +102,8 @@ class PipelineInputs(Protocol):
     @property
     def graph(self) -> JobTable: ...
     @property
+    def dates(self) -> JobTable: ...
+    @property
     def connection(self) -> EsConnection: ...
     @property
     def index(self) -> str: ...
@@ -115,6 +122,7 @@ class InMemoryInputs:
     words_and_idf: tuple[list[str], list[float]]
     tokens: pd.DataFrame
     graph: pd.DataFrame
+    dates: pd.DataFrame
     connection: EsConnection
     index: str
     partitions: int = 1
@@ -132,6 +140,7 @@ def in_memory(inputs: RankingInputs) -> InMemoryInputs:
         words_and_idf=words_and_idf,
         tokens=text_rows(spark_table(inputs.tokens), vocabulary),
         graph=job_table_rows(spark_table(inputs.graph)),
+        dates=job_table_rows(spark_table(inputs.dates)),
         connection=inputs.connection,
         index=inputs.index,
     )
@@ -146,14 +155,24 @@ def with_word_ids(tokens: pd.DataFrame, vocabulary: Vocabulary) -> pd.DataFrame:
     return tokens.assign(**{DOC_IDS: np.split(ids, ends[:-1]) if texts else []})
 
 
+def searched_alias(config: JobrecConfig, history: bool = False) -> str:
+    """The alias a run searches: the ads live on the as-of date (`elasticsearch.index_alias`),
+    or with `history`, for dated data, every ad posted by then (`indexing.stage`): where the
+    training data and the paper's evaluations find a candidate's past interest, mostly in ads
+    that have expired since."""
+    alias = config.elasticsearch.index_alias
+    return history_alias(alias) if history and as_of(config).dated else alias
+
+
 def ranking_inputs(
-    spark: SparkSession, config: JobrecConfig, ship_tables: bool = True
+    spark: SparkSession, config: JobrecConfig, ship_tables: bool = True, history: bool = False
 ) -> RankingInputs:
-    """What the steps read, for this run. With `ship_tables`, where the index has at most
-    `histograms.worker_tables_max_jobs` jobs, the jobs' text and the interest graph are also
-    shipped to the workers (`shipped`): about 15 s once on the demo, which a batch repays
-    after one or two thousand candidates; a run for a handful of candidates, or one that
-    collects the tables itself (`in_memory`), passes False and joins."""
+    """What the steps read, for this run, searching `searched_alias(config, history)`. With
+    `ship_tables`, where the index has at most `histograms.worker_tables_max_jobs` jobs, the
+    jobs' text and the interest graph are also shipped to the workers (`shipped`): about 15 s
+    once on the demo, which a batch repays after one or two thousand candidates; a run for a
+    handful of candidates, or one that collects the tables itself (`in_memory`), passes False
+    and joins."""
     embeddings = manifest.current(config, "embeddings")
     jobs = read_delta(spark, embeddings["jobs"])
     graph = manifest.read_manifest(config).get("co_interest")
@@ -164,11 +183,13 @@ def ranking_inputs(
     words_and_idf = broadcast_idf(spark, embeddings)
     text = document_tokens(jobs, config.histograms)
     graph_table = read_delta(spark, str(graph["table"]))
+    date_table = jobs.select("job_id", "posted_at", "expires_at")
     tokens: DataFrame | WorkerTable = text
     links: DataFrame | WorkerTable = graph_table
+    dates: DataFrame | WorkerTable = date_table
     client = make_client(connection)
     try:
-        index = serving_index(client, config.elasticsearch.index_alias)
+        index = serving_index(client, searched_alias(config, history))
         indexed_jobs = int(client.count(index=index)["count"])
     finally:
         client.close()
@@ -176,6 +197,7 @@ def ranking_inputs(
         vocabulary = idf_vocabulary(vectors_file, words_and_idf.value)
         tokens = shipped(spark, text, text_rows(text, vocabulary))
         links = shipped(spark, graph_table, job_table_rows(graph_table))
+        dates = shipped(spark, date_table, job_table_rows(date_table))
     return RankingInputs(
         embeddings_version=str(embeddings["version"]),
         vectors_file=vectors_file,
@@ -183,6 +205,7 @@ def ranking_inputs(
         jobs=jobs,
         tokens=tokens,
         graph=links,
+        dates=dates,
         connection=connection,
         index=index,
         partitions=spark.sparkContext.defaultParallelism,
@@ -306,6 +329,7 @@ def featured_pool(
     sink: RetrievalSink = keep_in_memory,
     retriever: Retriever | None = None,
     reads: frozenset[str] | None = None,
+    clock: Clock | None = None,
 ) -> Pipeline:
     """The pool of `retriever` (default `retrieval.retriever`) with the text and the
     features: every re-ranker's, or, with `reads` (`Scorer.reads`), the profile features
@@ -314,8 +338,11 @@ def featured_pool(
     rows, a request's rows stay in the pool's order where the grouped pass sorts them by
     job: a score that sums over a query's rows (`scorers.Bm25Mix`) could then differ in its
     last bits online and in a batch (docs/KNOWN_ISSUES.md; no configuration mixes BM25
-    without reading a profile feature)."""
-    first = retriever_step(config, inputs, sink, retriever)
+    without reading a profile feature). With a `clock`, only the ads live on its day stay
+    in the pool (`pipeline.LiveOnly`)."""
+    first: Step = retriever_step(config, inputs, sink, retriever)
+    if clock is not None:
+        first = first >> LiveOnly(inputs.dates, clock)
     wanted = tuple(f for f in PROFILE_FEATURES if reads is None or f in reads)
     features = DrmmFeatures(inputs.vectors_file, inputs.words_and_idf, config.histograms.bins)
     pool = first >> DocumentText(inputs.tokens)
@@ -333,11 +360,13 @@ def rerank_pipeline(
     inputs: PipelineInputs,
     scorer: Scorer,
     sink: RetrievalSink = keep_in_memory,
+    clock: Clock | None = None,
 ) -> Pipeline:
     """`retrieval.retriever`'s pool re-ranked by `scorer`, the top `evaluation.k`: what is
-    recommended (:data:`RECOMMENDED_COLUMNS`)."""
+    recommended (:data:`RECOMMENDED_COLUMNS`); with a `clock` (dated data), of the ads live on
+    its day only."""
     return (
-        featured_pool(config, inputs, sink, reads=scorer.reads)
+        featured_pool(config, inputs, sink, reads=scorer.reads, clock=clock)
         >> Reranker(scorer) % config.evaluation.k
         >> Columns(RECOMMENDED_COLUMNS)
     )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
 from typing import Any, TypeAlias
 
 import numpy as np
@@ -676,6 +677,65 @@ def _ranks(frame: pd.DataFrame) -> np.ndarray:
     ranks = np.empty(len(frame), dtype=np.int32)
     ranks[order] = positions - group_start + 1
     return ranks
+
+
+# --- time -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Clock:
+    """The day a pipeline keeps ads live on: a fixed day (a batch, as of its date), or, with
+    none, today's (UTC) at each call (an endpoint that serves for days)."""
+
+    day: date | None = None
+
+    def today(self) -> date:
+        return self.day if self.day is not None else datetime.now(UTC).date()
+
+
+@dataclass(frozen=True)
+class LiveOnly(QueryStep):
+    """Leaves out the pool rows of ads that are not live on the clock's day: posted after it
+    or expired by it (`timeline.asof`; `dates`: `job_id, posted_at, expires_at`, nulls
+    open-ended). `rank` then counts the rows kept, in the pool's order. An index holds the
+    ads live on the day it was built for; this step keeps a later day's answers from holding
+    an ad that has closed since. In Spark a join, or a lookup in the features' pass when
+    `dates` is shipped to the workers."""
+
+    dates: JobTable
+    clock: Clock
+
+    @property
+    def fusable(self) -> bool:
+        return _shipped(self.dates)
+
+    def spark_fields(self, fields: list[str]) -> list[str]:
+        return fields
+
+    def transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        if frame.empty:
+            return frame
+        day = pd.Timestamp(self.clock.today())
+        dates = job_rows(self.dates, frame["job_id"])
+        posted, expires = (pd.to_datetime(dates[c]) for c in ("posted_at", "expires_at"))
+        live = (posted.isna() | (posted <= day)) & (expires.isna() | (expires > day))
+        kept = frame[frame["job_id"].isin(dates["job_id"][live])].copy()
+        kept["rank"] = (
+            kept.groupby("candidate_id", sort=False)["rank"].rank(method="first").astype(np.int64)
+        )
+        return kept.reset_index(drop=True)
+
+    def transform_spark(self, frame: DataFrame) -> DataFrame:
+        if self.fusable:
+            return PerQuery((self,)).transform_spark(frame)
+        day = F.lit(self.clock.today())
+        dates = spark_table(self.dates)
+        gone = dates.where((F.col("posted_at") > day) | (F.col("expires_at") <= day)).select(
+            "job_id"
+        )
+        order = Window.partitionBy("candidate_id").orderBy("rank")
+        kept = frame.join(gone, "job_id", "left_anti").select(*frame.columns)
+        return kept.withColumn("rank", F.row_number().over(order))
 
 
 # --- features ---------------------------------------------------------------------------------

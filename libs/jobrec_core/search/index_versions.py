@@ -27,6 +27,12 @@ class IndexVersion:
     replaced: tuple[str, ...] = ()
 
 
+def history_alias(alias: str) -> str:
+    """The alias of dated data's version of every ad posted by the run's as-of date, expired
+    ones included (`indexing.stage`), beside `alias`'s version of the ads live then."""
+    return f"{alias}_history"
+
+
 def list_versions(client: Elasticsearch, alias: str) -> list[IndexVersion]:
     """The versions of `alias` built by this module, newest first."""
     found = client.indices.get(index=f"{alias}_v*", expand_wildcards="open,closed")

@@ -11,10 +11,12 @@ one the evaluation measures, so what is measured is what is served:
    vector, fused with BM25's list); the results are written to
    `silver/recommendation_retrieval`, failures go to quarantine within the error budget
    (`search.bm25.RetrievalCheckpoint`);
-3. the pool minus the candidate's own jobs, with the DRMM features (the histograms of the
-   training data, BM25 of every job for the same query), scored by the champion (broadcast
-   once), the top `evaluation.k`; while no model has passed the promotion gate, the pool's
-   own order (:func:`served_ranker`).
+3. the pool minus the candidate's own jobs and, for dated data, minus any ad not live on the
+   run's as-of date (`ranking.pipeline.LiveOnly`: the index holds the ads live on the day it
+   was built for; an ad closed since is left out, and the run counts them), with the DRMM
+   features (the histograms of the training data, BM25 of every job for the same query),
+   scored by the champion (broadcast once), the top `evaluation.k`; while no model has passed
+   the promotion gate, the pool's own order (:func:`served_ranker`).
 
 The table `gold/recommendations` holds `candidate_id, rank, job_id, title, score, bm25,
 bm25_rank, model, index, generated_at` (`bm25_rank` null for a job only the kNN list found);
@@ -33,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
@@ -45,10 +47,12 @@ from jobrec_core.platform.plots import chart
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
 from jobrec_core.ranking.factory import in_memory, queries_of, ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.pipeline import Clock, spark_table
 from jobrec_core.ranking.scorers import RetrievalOrderScorer, Scorer, drmm_scorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 from jobrec_core.serving.online import Interest, OnlineRecommender, RecommendRequest
 from jobrec_core.text.tokens import tokens_column
+from jobrec_core.timeline.asof import as_of, live_on
 
 log = logging.getLogger(__name__)
 
@@ -70,15 +74,25 @@ class RecommendReport:
     index: str
     table: str
     retriever: str
+    as_of: str | None = None  # the run's as-of date; None: undated data
+    expired_excluded: int = 0  # pool rows of ads not live then, left out
+    expired_recommended: int = 0  # recommendations of such ads: 0, checked on what was written
 
     def format(self) -> str:
         lines = [
-            "Recommendations",
+            "Recommendations" + (f" as of {self.as_of}" if self.as_of else ""),
             f"  candidates                 {self.candidates:>10,}",
             f"  empty query (skipped)      {self.empty_query:>10,}",
             f"  searches failed (quarant.) {self.search_failed:>10,}",
             f"  candidates recommended     {self.recommended:>10,}",
             f"  rows written               {self.rows:>10,}",
+        ]
+        if self.as_of:
+            lines += [
+                f"  expired ads left out       {self.expired_excluded:>10,}",
+                f"  expired ads recommended    {self.expired_recommended:>10,}",
+            ]
+        lines += [
             f"  model {self.model}, index {self.index}, retriever {self.retriever}",
             f"  table {self.table}",
         ]
@@ -142,11 +156,23 @@ def run_recommend(
     many = candidate_ids is None or len(set(candidate_ids)) >= SHIPPED_TABLES_FROM
     inputs = ranking_inputs(spark, config, ship_tables=many)
     queries = queries_of(config, inputs, candidates).cache()
-    checkpoint = RetrievalCheckpoint(
-        config, table_path(config, "silver", "recommendation_retrieval"), QUARANTINE_SOURCE
+    retrieval_path = table_path(config, "silver", "recommendation_retrieval")
+    checkpoint = RetrievalCheckpoint(config, retrieval_path, QUARANTINE_SOURCE)
+    timeline = as_of(config)
+    clock = Clock(timeline.day) if timeline.day is not None else None
+    log.info("recommend: searching %s (%s)", inputs.index, timeline.describe())
+    built_for = manifest.read_manifest(config).get("index", {}).get("as_of")
+    if timeline.day is not None and built_for != timeline.day.isoformat():
+        log.warning(
+            "recommend: the index holds the ads live on %s, the run is as of %s: ads not live "
+            "then are left out after the search, and BM25's statistics are the index's; rebuild "
+            "it (jobs/index_jobs.py) for the day's own",
+            built_for,
+            timeline.day,
+        )
+    ranked = rerank_pipeline(config, inputs, ranker.scorer, checkpoint, clock).transform_spark(
+        queries
     )
-    log.info("recommend: searching %s", inputs.index)
-    ranked = rerank_pipeline(config, inputs, ranker.scorer, checkpoint).transform_spark(queries)
     titles = inputs.jobs.select("job_id", "title")
     top = ranked.join(titles, "job_id").select(
         "candidate_id",
@@ -175,6 +201,13 @@ def run_recommend(
         F.count("*").alias("rows"), F.countDistinct("candidate_id").alias("n")
     ).first()
     total = queries.count()
+    expired = (0, 0)
+    if timeline.day is not None:
+        gone = spark_table(inputs.dates).where(~live_on(timeline.day)).select("job_id")
+        expired = (
+            expired_in_pools(read_delta(spark, retrieval_path), queries, gone),
+            written.join(gone, "job_id", "left_semi").count(),
+        )
     queries.unpersist()
     return RecommendReport(
         candidates=total,
@@ -187,7 +220,39 @@ def run_recommend(
         index=inputs.index,
         table=path,
         retriever=config.retrieval.retriever,
+        as_of=timeline.day.isoformat() if timeline.day is not None else None,
+        expired_excluded=expired[0],
+        expired_recommended=expired[1],
     )
+
+
+def expired_in_pools(retrieved: DataFrame, queries: DataFrame, gone: DataFrame) -> int:
+    """How many pool rows of `queries` the stored searches (`retrieved`: `candidate_id,
+    full_hits, error`) held of the ads in `gone` (`job_id`: not live on the run's day), the
+    candidate's own jobs aside: what `LiveOnly` left out."""
+    hits = (
+        retrieved.where(F.col("error").isNull())
+        .join(queries.select("candidate_id", "own_job_ids"), "candidate_id")
+        .select(
+            "candidate_id",
+            F.explode(
+                F.filter(
+                    F.transform("full_hits", lambda h: h["job_id"]),
+                    lambda job: ~F.array_contains(F.col("own_job_ids"), job),
+                )
+            ).alias("job_id"),
+        )
+    )
+    return hits.join(gone, "job_id", "left_semi").count()
+
+
+def online_clock(config: JobrecConfig) -> Clock | None:
+    """The day online answers keep ads live on (`serving.clock`): today's at each request, or
+    the run's as-of date; None for undated data."""
+    timeline = as_of(config)
+    if timeline.day is None:
+        return None
+    return Clock(timeline.day) if config.serving.clock == "as_of" else Clock()
 
 
 def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecommender:
@@ -204,7 +269,7 @@ def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecom
     ).toPandas()
     recommender = OnlineRecommender(
         config=config,
-        pipeline=rerank_pipeline(config, local, ranker.scorer),
+        pipeline=rerank_pipeline(config, local, ranker.scorer, clock=online_clock(config)),
         catalogue=pd.DataFrame(catalogue).set_index("job_id"),
         idf=idf_lookup(local.embeddings_version, local.words_and_idf),
         model=ranker.label,

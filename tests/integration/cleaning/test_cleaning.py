@@ -24,6 +24,7 @@ from jobrec_core.text.tokens import (
     tokenize_jobs,
     tokens_column,
 )
+from jobrec_core.timeline.asof import as_of, interest_by, jobs_posted_by
 
 pytestmark = pytest.mark.integration
 
@@ -69,9 +70,12 @@ def test_embeddings_are_versioned_reproducible_and_tracked(
 
 
 def test_idf_is_log_n_over_df(spark, tiny, tiny_embeddings):
+    """Over the ads posted by the run's as-of date: a later ad's words weigh nothing yet."""
     config, _, _ = tiny
-    jobs = read_delta(spark, table_path(config, "silver", "jobs"))
+    every = read_delta(spark, table_path(config, "silver", "jobs"))
+    jobs = jobs_posted_by(every, as_of(config).day)
     total = jobs.count()
+    assert 0 < total < every.count() and tiny_embeddings.jobs == total
     idf = {
         r.term: (r.df, r.idf)
         for r in read_delta(spark, tiny_embeddings.version.idf_table).collect()
@@ -138,7 +142,7 @@ def test_stage_quarantines_candidates_with_unknown_jobs(spark, tiny, tiny_embedd
     bronze = table_path(config, "bronze", "candidates")
     table = DeltaTable.forPath(spark, bronze)
     before = delta_version(spark, bronze)
-    count = read_delta(spark, bronze).count()
+    count = interest_by(read_delta(spark, bronze), as_of(config).day).count()  # by the as-of date
     stray = spark.createDataFrame(
         [
             (999_999_999, [(1, 5), (2_000_000, 4), (3, 4)]),  # the jobs table changed since

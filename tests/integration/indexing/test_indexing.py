@@ -34,6 +34,7 @@ from jobrec_core.search.index_versions import (
 )
 from jobrec_core.search.local_node import LocalElasticsearch
 from jobrec_core.text.tokens import tokens_column
+from jobrec_core.timeline.asof import as_of, jobs_live_on, jobs_posted_by
 from tests.helpers import REPO, state_overrides
 
 pytestmark = pytest.mark.integration
@@ -115,9 +116,33 @@ def indexed(tiny, tiny_indexed):
     return tiny[0], tiny_indexed
 
 
+def live_jobs(spark, config):
+    """The tiny preset's ads live on the run's as-of date: what the `jobs` alias serves."""
+    return jobs_live_on(read_delta(spark, table_path(config, "silver", "jobs")), as_of(config).day)
+
+
+def test_dated_jobs_get_a_version_of_the_ads_live_and_one_of_every_ad_posted(
+    spark, indexed, client
+):
+    """The live ads behind `jobs`, every ad posted by the as-of date behind `jobs_history`,
+    each version of its own (BM25's statistics are its ads' alone)."""
+    config, result = indexed
+    day = as_of(config).day
+    silver = read_delta(spark, table_path(config, "silver", "jobs"))
+    posted = jobs_posted_by(silver, day)
+    history = result.history
+    assert history is not None and history.alias == "jobs_history"
+    assert result.indexed == live_jobs(spark, config).count() < history.indexed
+    assert history.indexed == posted.count() < silver.count()
+    assert client.count(index="jobs_history")["count"] == history.indexed
+    recorded = manifest.current(config, "index")
+    assert (recorded["index"], recorded["history_index"]) == (result.index, history.index)
+    assert recorded["as_of"] == day.isoformat()
+
+
 def test_every_job_carries_its_normalised_title_occupation(spark, indexed, client):
     config, result = indexed
-    silver = read_delta(spark, table_path(config, "silver", "jobs"))
+    silver = live_jobs(spark, config)
     expected = {
         r.job_id: r[TITLE_OCCUPATION] for r in silver.select("job_id", TITLE_OCCUPATION).collect()
     }
@@ -130,7 +155,7 @@ def test_every_job_carries_its_normalised_title_occupation(spark, indexed, clien
 
 def test_every_job_is_indexed_once_under_the_alias(spark, indexed, client):
     config, result = indexed
-    silver = read_delta(spark, table_path(config, "silver", "jobs"))
+    silver = live_jobs(spark, config)
     expected = {r.job_id for r in silver.select("job_id").collect()}
     assert result.indexed == result.source_documents == len(expected)
     assert client.count(index="jobs")["count"] == len(expected)
@@ -189,7 +214,7 @@ def test_every_job_has_its_vector_and_the_knn_search_finds_it_first(indexed, cli
 def test_indexed_terms_are_the_cleaned_tokens(spark, indexed, client):
     config, result = indexed
     row = (
-        read_delta(spark, table_path(config, "silver", "jobs"))
+        live_jobs(spark, config)
         .where(F.size(tokens_column("title")) >= 2)
         .orderBy("job_id")
         .first()

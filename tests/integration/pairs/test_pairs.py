@@ -74,7 +74,7 @@ def test_funnel_and_manifest(spark, built):
         + funnel.not_searched
     )
     entry = current(config, "pairs")
-    assert entry["index"].startswith("jobs_v")
+    assert entry["index"].startswith("jobs_history_v")  # dated: every ad posted by then
     run = stage_runs(config, "build_pairs", limit=1)[0]
     assert run.data.metrics["outcome.kept"] == funnel.outcomes["kept"]
     assert run.data.tags["index"] == entry["index"]

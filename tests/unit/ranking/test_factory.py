@@ -20,6 +20,7 @@ def inputs() -> RankingInputs:
         jobs=None,  # type: ignore[arg-type]
         tokens=None,  # type: ignore[arg-type]
         graph=None,  # type: ignore[arg-type]
+        dates=None,  # type: ignore[arg-type]
         connection=None,  # type: ignore[arg-type]
         index="jobs_v1",
         partitions=2,

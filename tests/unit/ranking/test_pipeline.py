@@ -1,6 +1,7 @@
 """The ranking pipeline's steps on pandas: the contract, composition, ranks and cut-offs."""
 
 from dataclasses import dataclass
+from datetime import UTC, date, datetime
 
 import numpy as np
 import pandas as pd
@@ -10,9 +11,11 @@ from jobrec_core.config import load_config
 from jobrec_core.features.profile import PROFILE_ROLE
 from jobrec_core.ranking.pipeline import (
     Bm25Retriever,
+    Clock,
     Columns,
     Cutoff,
     DocumentText,
+    LiveOnly,
     PerQuery,
     Pipeline,
     PoolsPerQuery,
@@ -279,3 +282,28 @@ def test_a_batch_of_pools_becomes_rows_ranked_within_each_pool():
     assert list(rows.columns) == list(retrieved().columns)
     whole, _ = pool_rows_of(pools.assign(pool_bm25_rank=[np.array([1, 2]), None, [3]]))
     assert whole["bm25_rank"].dtype == np.int64
+
+
+def test_only_the_ads_live_on_the_clocks_day_stay_in_the_pool():
+    """An ad posted after the day or expired by it leaves the pool; the ranks count the rest,
+    in the pool's order; undated ads are always live."""
+    dates = by_job_id(
+        pd.DataFrame(
+            {
+                "job_id": [10, 20, 40, 50, 60],
+                "posted_at": [date(2025, 10, 1), date(2025, 10, 1), None, None, date(2025, 11, 1)],
+                "expires_at": [date(2025, 10, 20), date(2025, 10, 10), None, None, None],
+            }
+        )
+    )
+    frame = retrieved()
+    kept = LiveOnly(dates, Clock(date(2025, 10, 15))).transform(frame)
+    assert kept["job_id"].tolist() == [10, 40, 50]  # 20 expired on the 10th, 60 not yet posted
+    assert kept["rank"].tolist() == [1, 2, 1]
+    assert LiveOnly(dates, Clock(date(2025, 10, 5))).transform(frame)["job_id"].tolist() == [
+        10,
+        20,
+        40,
+        50,
+    ]
+    assert Clock().today() == datetime.now(UTC).date()  # no day: today's, at each call
