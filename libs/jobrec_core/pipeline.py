@@ -286,7 +286,7 @@ def pipeline_steps(
     from jobrec_core.embeddings.stage import build_embeddings
     from jobrec_core.evaluation.stage import held_out_candidates, run_evaluation
     from jobrec_core.features.occupations import format_mapping
-    from jobrec_core.indexing.stage import run_indexing
+    from jobrec_core.indexing.stage import index_builder, run_indexing
     from jobrec_core.pairs.stage import run_build_pairs
     from jobrec_core.results import publish
     from jobrec_core.serving.stage import run_recommend, show_candidate
@@ -334,7 +334,9 @@ def pipeline_steps(
         return f"DRMM {version}\n{trained.format()}\n{decision.format()}"
 
     def evaluate() -> str:
-        evaluation = run_evaluation(spark, config, partial(train_on_files, spark, config))
+        evaluation = run_evaluation(
+            spark, config, partial(train_on_files, spark, config), index_builder(spark, config)
+        )
         written, _ = publish(config, evaluation, None, label)
         return f"{evaluation.format()}\nreport: {written}"
 

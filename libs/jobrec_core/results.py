@@ -21,6 +21,7 @@ from jobrec_core.evaluation.ground_truth import GroundTruthRow
 from jobrec_core.evaluation.held_out import HeldOutRow
 from jobrec_core.evaluation.protocols import BM25
 from jobrec_core.evaluation.report import EvaluationReport
+from jobrec_core.evaluation.temporal import ALL_LIVE, TemporalEvaluation
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.plots import chart
@@ -106,6 +107,23 @@ def metrics(report: EvaluationReport) -> dict[str, float]:
             key = f"retrievers.{score_column_of(pipeline.name).removeprefix('score_')}"
             values[f"{key}.p_at_{report.k}"] = pipeline.precision.mean
             values[f"{key}.ndcg_at_{report.k}"] = pipeline.ndcg.mean
+    if report.temporal is not None:
+        for setting in report.temporal.settings:
+            prefix = f"temporal.{_key(setting.name)}"
+            for judged in setting.rows:
+                key = f"{prefix}.{score_column_of(judged.ranker).removeprefix('score_')}"
+                values[f"{key}.p_at_{report.k}"] = judged.precision.mean
+                values[f"{key}.ndcg_at_{report.k}"] = judged.ndcg.mean
+                values[f"{key}.future_recall_at_{report.k}"] = judged.future_recall.mean
+                values[f"{key}.fresh_share"] = judged.fresh_share
+                if judged.versus_bm25 is not None:
+                    values[f"{key}.vs_bm25.p_at_{report.k}"] = judged.versus_bm25.mean
+                    values[f"{key}.vs_bm25.p_at_{report.k}_low"] = judged.versus_bm25.low
+            values[f"{prefix}.relevant_fresh_share"] = setting.relevant_fresh_share
+            for versus in setting.versus_baselines:
+                key = f"{prefix}.champion.vs_{_key(versus.baseline).replace('-', '_')}"
+                values[f"{key}.p_at_{report.k}"] = versus.precision.mean
+                values[f"{key}.p_at_{report.k}_low"] = versus.precision.low
     return values
 
 
@@ -281,7 +299,33 @@ def findings(report: EvaluationReport) -> list[str]:
             f"rank orders them like the ground truth's P@{report.k} with Spearman "
             f"{report.agreement.spearman:+.2f} (Kendall {report.agreement.kendall:+.2f})."
         )
+    if report.temporal is not None:
+        lines += temporal_findings(report.temporal, report.k)
     return [*lines, ""] if lines else []
+
+
+def temporal_findings(temporal: TemporalEvaluation, k: int) -> list[str]:
+    """Per setting of the temporal evaluation, the champion against BM25 and its share of
+    fresh ads against theirs among the relevant jobs."""
+    lines = []
+    for setting in temporal.settings:
+        rows = {row.ranker: row for row in setting.rows}
+        champion = rows.get(setting.champion or "")
+        if champion is None or champion.versus_bm25 is None:
+            continue
+        d = champion.versus_bm25
+        sentence = (
+            f"- Temporal, {setting.name}: the champion, {champion.ranker}, has P@{k} "
+            f"{champion.precision.mean:.3f}, {d.mean:+.3f} [{d.low:+.3f}, {d.high:+.3f}] over "
+            "BM25"
+        )
+        if setting.name == ALL_LIVE:
+            sentence += (
+                f"; fresh ads are {champion.fresh_share:.1%} of its top {k}, "
+                f"{setting.relevant_fresh_share:.1%} of the relevant jobs in the pools"
+            )
+        lines.append(sentence + ".")
+    return lines
 
 
 def figures(report: EvaluationReport) -> dict[str, Any]:

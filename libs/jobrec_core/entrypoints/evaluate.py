@@ -1,5 +1,6 @@
 """Evaluate: BM25, the WMD baseline and every DRMM configuration, by the paper's protocol, a
-learning curve, and against the generator's ground truth (docs/RESULTS.md).
+learning curve, against the generator's ground truth, and, for dated data, on the days after
+the run's as-of date (docs/RESULTS.md, docs/EVALUATION.md).
 
     spark-submit jobs/evaluate.py --env local
     spark-submit jobs/evaluate.py --env local --report-dir docs
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from jobrec_core.evaluation.stage import run_evaluation
+from jobrec_core.indexing.stage import index_builder
 from jobrec_core.platform.spark import get_spark
 from jobrec_core.results import publish
 from jobrec_core.runtime import add_common_arguments, entry_point, start_job
@@ -40,7 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args, config = start_job(build_parser(), argv)
     spark = get_spark(config)
-    report = run_evaluation(spark, config, partial(train_on_files, spark, config))
+    report = run_evaluation(
+        spark, config, partial(train_on_files, spark, config), index_builder(spark, config)
+    )
     print(report.format())
     arguments = list(argv if argv is not None else sys.argv[1:])
     results, run_id = publish(

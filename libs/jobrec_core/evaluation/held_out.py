@@ -16,6 +16,7 @@ ground truth's.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,7 +25,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from scipy.stats import kendalltau, spearmanr
 
-from jobrec_core.evaluation.ground_truth import GroundTruthRow
 from jobrec_core.evaluation.protocols import ranked_by
 from jobrec_core.ranking.metrics import (
     first_relevant_rank,
@@ -122,10 +122,9 @@ def held_out_interest(
     return HeldOut(rows, first.queries, found)
 
 
-def agreement(held_out: HeldOut, ground_truth: list[GroundTruthRow]) -> Agreement | None:
+def agreement(held_out: HeldOut, truth: Mapping[str, float]) -> Agreement | None:
     """Spearman's rho and Kendall's tau between the rankers' held-out log-rank score and their
-    ground-truth P@k; None with fewer than three rankers in both."""
-    truth = {row.ranker: row.precision for row in ground_truth}
+    ground-truth P@k (`truth`, by ranker); None with fewer than three rankers in both."""
     pairs = [(row.log_rank, truth[row.ranker]) for row in held_out.rows if row.ranker in truth]
     if len(pairs) < 3:
         return None

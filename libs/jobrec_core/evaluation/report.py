@@ -17,6 +17,7 @@ from jobrec_core.evaluation.ground_truth import (
 from jobrec_core.evaluation.held_out import Agreement, HeldOutRow
 from jobrec_core.evaluation.protocols import BM25, PAPER_PROTOCOL, ProtocolRow
 from jobrec_core.evaluation.retrievers import RetrieverComparison, Selection
+from jobrec_core.evaluation.temporal import TemporalEvaluation
 from jobrec_core.ranking.metrics import geometric_mean_rank
 from jobrec_core.ranking.statistics import SIGNIFICANCE, Interval, PairedDifference
 
@@ -45,6 +46,7 @@ class EvaluationReport:
     # the held-out log-rank score against ground-truth P@k, across rankers
     agreement: Agreement | None = None
     retrievers: RetrieverComparison | None = None  # experiment 5: pools and whole pipelines
+    temporal: TemporalEvaluation | None = None  # experiment 6: judged after the as-of date
     input_tables: list[str] = field(default_factory=list)  # the Delta tables it measured on
 
     def format(self) -> str:
@@ -95,7 +97,64 @@ class EvaluationReport:
             lines += ["", *self._held_out_lines()]
         if self.retrievers is not None:
             lines += ["", *self._retriever_lines(self.retrievers)]
+        if self.temporal is not None:
+            lines += ["", *self._temporal_lines(self.temporal)]
         return "\n".join(lines)
+
+    def _temporal_lines(self, temporal: TemporalEvaluation) -> list[str]:
+        k = self.k
+        judged = temporal.settings[0].candidates if temporal.settings else 0
+        lines = [
+            f"6. Temporal: cut at {temporal.as_of}, the pipeline's as-of date (training, "
+            f"features and the gate saw nothing later); the {judged:,} candidates cleaned by "
+            f"then who show interest from {temporal.first} to {temporal.last}, judged on that "
+            "window's ads",
+            f"  (P@{k}, nDCG@{k}: the ground truth; future: the share of the ads they went on to "
+            f"show interest in that are in the top {k}; fresh: the share of the top {k} posted "
+            "after the cut; paired per candidate against BM25, Holm-corrected)",
+        ]
+        for setting in temporal.settings:
+            lines += [
+                f"  {setting.name}: {setting.ads:,} ads ({setting.index}); ceiling P@{k} "
+                f"{setting.ceiling.mean:.3f}; fresh ads are {setting.relevant_fresh_share:.1%} "
+                "of the relevant jobs in BM25's pools",
+                f"  {'ranker':<24}{f'P@{k}':>7}{'95% CI':>16}{f'nDCG@{k}':>9}{'future':>8}"
+                f"{'fresh':>7}{'vs BM25':>9}{'95% CI':>18}{'p':>8}",
+            ]
+            for row in setting.rows:
+                line = (
+                    f"  {row.ranker:<24}{row.precision.mean:>7.3f}"
+                    f"{_interval(row.precision.low, row.precision.high):>16}"
+                    f"{row.ndcg.mean:>9.3f}{row.future_recall.mean:>8.3f}{row.fresh_share:>7.1%}"
+                )
+                lines.append((line + _difference(row.versus_bm25, row.p_holm, 9, 8)).rstrip())
+            if setting.versus_baselines:
+                versus = "; ".join(
+                    f"{c.baseline} {c.precision.mean:+.3f} "
+                    f"{_interval(c.precision.low, c.precision.high, '+.3f')} p {c.p_holm:.4f}"
+                    for c in setting.versus_baselines
+                )
+                lines.append(f"  the champion, {setting.champion}, against {versus}")
+        held_out = temporal.held_out
+        if held_out is not None and held_out.rows:
+            lines += [
+                "  Held-out interest of this mode: each candidate's latest interest before the "
+                "cut held out, the query from the earlier ones, the pool from every ad posted "
+                f"by then (held-out job in the pool for {held_out.found:.1%})",
+                f"  {'ranker':<24}{'MRR':>7}{'log-rank':>10}{'vs BM25':>9}{'95% CI':>18}{'p':>8}",
+            ]
+            for held in held_out.rows:
+                lines.append(
+                    f"  {held.ranker:<24}{held.mrr:>7.3f}{held.log_rank:>10.3f}"
+                    f"{_difference(held.versus_reference, held.p_holm, 9, 8)}".rstrip()
+                )
+        if temporal.agreement is not None:
+            lines.append(
+                f"  Agreement with the all-live ground truth across {temporal.agreement.rankers} "
+                f"rankers (held-out log rank vs P@{k}): Spearman "
+                f"{temporal.agreement.spearman:+.2f}, Kendall {temporal.agreement.kendall:+.2f}"
+            )
+        return lines
 
     def _retriever_lines(self, compared: RetrieverComparison) -> list[str]:
         k = self.k

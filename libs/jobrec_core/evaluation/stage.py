@@ -23,6 +23,12 @@
    interest that would select among them. Experiments 3 and 4's BM25 pools are reused. With
    `knn.dev_candidates`, also the votes of similar past candidates (seed 003), alone and
    mixed with the champion, `k` and λ chosen on dev candidates (`tune_knn`).
+6. **Temporal** (`evaluation.temporal`, dated data whose last date is after the run's as-of
+   date T): the candidates cleaned as of T who show interest in the window after it, judged
+   on the ads live in the window and on the ads posted in it alone, each an index of its own
+   built by the `IndexBuilder` the wiring passes (`indexing.stage.index_builder`), with the
+   features as of T; and the held-out measure of this mode, each one's latest interest
+   before T held out.
 
 This module alone reads and writes tables here; only the scores come back to the driver,
 where the metrics are numpy (`ranking.metrics`).
@@ -33,6 +39,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import date, timedelta
 from functools import reduce
 from typing import Any, cast
 
@@ -74,7 +81,17 @@ from jobrec_core.evaluation.retrievers import (
     compare_retrievers,
     judged_pool,
     mix_name,
+    pipeline_name,
     with_knn,
+)
+from jobrec_core.evaluation.temporal import (
+    ALL_LIVE,
+    FRESH,
+    FRESH_ONLY,
+    FUTURE,
+    LabelledPools,
+    TemporalEvaluation,
+    judge_setting,
 )
 from jobrec_core.features.neighbours import InterestMemory, ivf_index
 from jobrec_core.features.profile import QUERY_VECTOR, with_query_vectors
@@ -112,6 +129,7 @@ from jobrec_core.ranking.scorers import (
 )
 from jobrec_core.search.bm25 import RetrievalCheckpoint
 from jobrec_core.search.dense import Retriever
+from jobrec_core.timeline.asof import as_of, interest_between, live_between, posted_between
 from jobrec_scoring.model import load_model
 
 log = logging.getLogger(__name__)
@@ -122,6 +140,11 @@ QUARANTINE_SOURCE = "evaluate"
 # dev split as usual) and returns (dev accuracy, dev MAP, dev held-out MRR) of the epoch it
 # kept, and the epochs it ran.
 CurveTrainer = Callable[[list[str] | None, int], CurveTraining]
+
+# Builds a version of an alias from a selection of the run's tokenised jobs, with the
+# indexing stage's code: (the selection, the alias, what the selection is) -> (the physical
+# index, its documents) (`indexing.stage.index_builder`).
+IndexBuilder = Callable[[Callable[[DataFrame], DataFrame], str, str], tuple[str, int]]
 
 
 # --- the models ---------------------------------------------------------------------------------
@@ -441,8 +464,8 @@ def champion_scorer(
         champion = load_champion(config, splits=current_split_rule(config).fingerprint)
     except LookupError as error:
         log.warning(
-            "evaluation 5/5: %s; the pools are compared in their own orders, as recommend "
-            "serves them without a champion",
+            "evaluation: %s; experiments 5 and 6 compare the pools in their own orders, as "
+            "recommend serves them without a champion",
             error,
         )
         return None
@@ -573,7 +596,7 @@ def tune_knn(
         settings.dev_candidates,
     )
     queries = queries_of(config, inputs, candidates, hold_out=True).cache()
-    log.info("evaluation 5/5: kNN memory of %d candidates; choosing k and λ on dev", len(memory))
+    log.info("evaluation 5/6: kNN memory of %d candidates; choosing k and λ on dev", len(memory))
     pools = _scored_pools(
         spark,
         config,
@@ -596,7 +619,7 @@ def tune_knn(
         config.run.seed,
     )
     queries.unpersist()
-    log.info("evaluation 5/5: kNN chose k=%d, λ=%.2f", choice.k, choice.lam)
+    log.info("evaluation 5/6: kNN chose k=%d, λ=%.2f", choice.k, choice.lam)
     return KnnScoring(memory, index, choice, champion.name)
 
 
@@ -641,7 +664,7 @@ def _judged_pools(
     pools: dict[str, JudgedPool] = {}
     retrievers = measured_retrievers(config)
     for retriever in retrievers:
-        log.info("evaluation 5/5: the %s pool, %s", retriever, experiment.replace("_", " "))
+        log.info("evaluation 5/6: the %s pool, %s", retriever, experiment.replace("_", " "))
         found = _reused(*earlier, config.evaluation.retriever_candidates, retriever, names)
         if found is None:
             found = _scored_pools(
@@ -678,15 +701,185 @@ def _reused(
     return frame.assign(**{score_column_of(RETRIEVAL_ORDER): frame[needed[0]]})
 
 
+# --- 6. temporal -------------------------------------------------------------------------------
+
+
+def temporal_candidates(
+    spark: SparkSession, config: JobrecConfig, first: date, last: date
+) -> DataFrame:
+    """The cleaned candidates (as of the run's date) who show interest from `first` to
+    `last`: `candidate_id, sequence, positive_job_id, future_job_ids` (the ads of that
+    interest)."""
+    window = interest_between(
+        read_delta(spark, table_path(config, "bronze", "candidates")), first, last
+    ).select("candidate_id", F.array_distinct("sequence.job_id").alias("future_job_ids"))
+    cleaned = read_delta(spark, table_path(config, "silver", "candidates"))
+    return cleaned.join(window, "candidate_id")
+
+
+def run_temporal(
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    rankers: list[Scorer],
+    champion: Scorer | None,
+    builder: IndexBuilder | None,
+) -> TemporalEvaluation | None:
+    """Experiment 6 (`evaluation.temporal`); None when there is nothing to judge: undated
+    data, no generator ground truth, no day after the as-of date, or no index builder."""
+    settings = config.evaluation.temporal
+    timeline = as_of(config)
+    truth_path = RawLocations.of(config).ground_truth
+    if timeline.day is None or timeline.last_date is None or builder is None:
+        log.info("evaluation 6/6: skipped (undated data, or no index builder passed)")
+        return None
+    if settings.candidates <= 0 or not is_delta_table(spark, truth_path):
+        log.info("evaluation 6/6: skipped (no generator ground truth, or 0 candidates asked for)")
+        return None
+    first = timeline.day + timedelta(days=1)
+    last = min(timeline.day + timedelta(days=settings.window_days), timeline.last_date)
+    if last < first:
+        log.info("evaluation 6/6: skipped (the data ends on its as-of date %s)", timeline.day)
+        return None
+    log.info("evaluation 6/6: temporal, cut at %s, judged on %s to %s", timeline.day, first, last)
+    alias = config.elasticsearch.index_alias
+    indices = {
+        ALL_LIVE: builder(
+            lambda jobs: jobs.where(live_between(first, last)), f"{alias}_window", "window"
+        ),
+        FRESH_ONLY: builder(
+            lambda jobs: jobs.where(posted_between(first, last)), f"{alias}_fresh", "fresh"
+        ),
+    }
+    candidates = seeded_sample(
+        temporal_candidates(spark, config, first, last),
+        config.run.seed,
+        "temporal",
+        settings.candidates,
+    ).cache()
+    queries = queries_of(config, inputs, candidates).cache()
+    ids = _candidate_ids(queries)
+    window_interest = _collect(
+        candidates.select("candidate_id", F.size("future_job_ids").alias("count"))
+    ).set_index("candidate_id")
+    future_counts = window_interest["count"].reindex(ids).fillna(0).to_numpy(np.float64)
+    future = candidates.select(
+        "candidate_id", F.explode("future_job_ids").alias("job_id")
+    ).withColumn(FUTURE, F.lit(1))
+    fresh = inputs.jobs.select("job_id", posted_between(first, last).cast("int").alias(FRESH))
+    truth = read_delta(spark, truth_path)
+
+    def label(scored: DataFrame) -> DataFrame:
+        return (
+            with_relevance(scored, inputs.jobs, truth)
+            .join(fresh, "job_id")
+            .join(future, ["candidate_id", "job_id"], "left")
+            .fillna(0, subset=[FUTURE])
+        )
+
+    names = [scorer.name for scorer in rankers]
+    retriever = config.retrieval.retriever
+    served_scorer = champion if champion is not None else RetrievalOrderScorer()
+    served_name = pipeline_name(retriever, champion.name if champion is not None else None)
+    judged = []
+    for setting, (index, ads) in indices.items():
+        view = replace(inputs, index=index)
+        slug = setting.replace(" ", "_")
+        log.info("evaluation 6/6: %s (%s, %d ads)", setting, index, ads)
+        pools = _scored_pools(spark, config, view, rankers, queries, f"temporal/{slug}_bm25", label)
+        served = None
+        if retriever != BM25_RETRIEVER or champion is None:
+            rows = _scored_pools(
+                spark,
+                config,
+                view,
+                [served_scorer],
+                queries,
+                f"temporal/{slug}_{retriever}",
+                label,
+                retriever,
+            )
+            served = (served_name, LabelledPools(rows, [served_scorer.name]))
+        judged.append(
+            judge_setting(
+                setting,
+                index,
+                ads,
+                LabelledPools(pools, names),
+                served,
+                ids,
+                future_counts,
+                config.evaluation.k,
+                config.evaluation.bootstrap_resamples,
+                config.run.seed,
+                champion.name if champion is not None else None,
+                [name for name in names if name != BM25],
+            )
+        )
+    queries.unpersist()
+    held_out = temporal_held_out(spark, config, inputs, rankers, candidates)
+    candidates.unpersist()
+    all_live = {row.ranker: row.precision.mean for row in judged[0].rows}
+    return TemporalEvaluation(
+        timeline.day.isoformat(),
+        first.isoformat(),
+        last.isoformat(),
+        judged,
+        held_out,
+        agreement(held_out, all_live) if held_out is not None else None,
+    )
+
+
+def temporal_held_out(
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    rankers: list[Scorer],
+    candidates: DataFrame,
+) -> HeldOut | None:
+    """The held-out measure of the temporal mode: each candidate's latest interest before the
+    cut (the last of their cleaned sequence) held out, the query from the earlier ones, the
+    pool from every ad posted by then (`inputs`, the history's index)."""
+    latest = candidates.withColumn("positive_job_id", F.element_at("sequence", -1)["job_id"])
+    queries = queries_of(config, inputs, latest, hold_out=True).cache()
+    asked = _candidate_ids(queries)
+    labelled = _scored_pools(
+        spark,
+        config,
+        inputs,
+        rankers,
+        queries,
+        "temporal/held_out_latest",
+        lambda scored: with_held_out_label(scored, queries),
+    )
+    queries.unpersist()
+    names = [scorer.name for scorer in rankers]
+    settings = config.evaluation
+    return held_out_interest(
+        with_empty_pools(labelled, asked, names),
+        names,
+        settings.k,
+        config.retrieval.top_k,
+        settings.bootstrap_resamples,
+        config.run.seed,
+    )
+
+
 # --- the stage ----------------------------------------------------------------------------------
 
 
 def run_evaluation(
-    spark: SparkSession, config: JobrecConfig, trainer: CurveTrainer | None = None
+    spark: SparkSession,
+    config: JobrecConfig,
+    trainer: CurveTrainer | None = None,
+    index_builder: IndexBuilder | None = None,
 ) -> EvaluationReport:
-    """The five experiments (see the module); the learning curve runs when
-    `evaluation.learning_curve` is on and a `trainer` is given."""
-    inputs = ranking_inputs(spark, config)
+    """The six experiments (see the module); the learning curve runs when
+    `evaluation.learning_curve` is on and a `trainer` is given, the temporal evaluation
+    when the data is dated and an `index_builder` is given."""
+    # The paper's evaluations search what the training data did: for dated data, every ad
+    # posted by the as-of date (a held-out interest is mostly in an ad expired since)
+    inputs = ranking_inputs(spark, config, history=True)
     models, skipped = current_models(spark, config)
     for ranker, reason in skipped.items():
         log.warning("%s: %s", ranker, reason)
@@ -697,7 +890,7 @@ def run_evaluation(
     # BM25's row of the paper's table is its own order of the MAP sets, not a score column.
     rerankers = [scorer for scorer in baselines if scorer.name != BM25] + drmm
     log.info(
-        "evaluation 1/5: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
+        "evaluation 1/6: the paper's protocol (%s)", ", ".join([BM25, *(s.name for s in rerankers)])
     )
     report.protocol, queries = run_paper_protocol(
         spark, config, rerankers, spark_table(inputs.tokens)
@@ -705,7 +898,7 @@ def run_evaluation(
     report.queries |= queries
     curve: list[Scorer] = []
     if config.evaluation.learning_curve and trainer is not None:
-        log.info("evaluation 2/5: learning curve")
+        log.info("evaluation 2/6: learning curve")
         trained = run_learning_curve(spark, config, trainer)
         report.curve = [point for point, _ in trained]
         report.curve_model = f"DRMM {config.evaluation.curve_model}"
@@ -713,7 +906,7 @@ def run_evaluation(
             drmm_scorer(spark, f"curve {point.candidates}", load_model(model_file))
             for point, model_file in trained
         ]
-    log.info("evaluation 3/5: ground truth")
+    log.info("evaluation 3/6: ground truth")
     scored = ScoredPools()
     judged = run_ground_truth(spark, config, inputs, [*baselines, *drmm], curve)
     if judged is not None:
@@ -730,7 +923,7 @@ def run_evaluation(
         report.real_ad_slice = measured.real_ad_rows
         report.queries["ground_truth"] = measured.candidates
         report.queries["ground_truth_real_ads"] = measured.real_ad_candidates
-    log.info("evaluation 4/5: held-out interest")
+    log.info("evaluation 4/6: held-out interest")
     measured_held_out = run_held_out(spark, config, inputs, [*baselines, *drmm])
     if measured_held_out is not None:
         held_out, labelled = measured_held_out
@@ -739,9 +932,14 @@ def run_evaluation(
         )
         report.held_out, report.held_out_found = held_out.rows, held_out.found
         report.queries["held_out"] = held_out.candidates
-        report.agreement = agreement(held_out, report.ground_truth)
+        report.agreement = agreement(
+            held_out, {row.ranker: row.precision for row in report.ground_truth}
+        )
+    champion = champion_scorer(spark, config, models)
     if len(config.evaluation.retrievers) > 1:
-        log.info("evaluation 5/5: retrievers (%s)", ", ".join(measured_retrievers(config)))
-        champion = champion_scorer(spark, config, models)
+        log.info("evaluation 5/6: retrievers (%s)", ", ".join(measured_retrievers(config)))
         report.retrievers = run_retrievers(spark, config, inputs, champion, scored)
+    report.temporal = run_temporal(
+        spark, config, inputs, [*baselines, *drmm], champion, index_builder
+    )
     return report

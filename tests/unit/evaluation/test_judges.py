@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from jobrec_core.evaluation.ground_truth import GroundTruthRow, ground_truth
+from jobrec_core.evaluation.ground_truth import ground_truth
 from jobrec_core.evaluation.held_out import Agreement, agreement, held_out_interest
 from jobrec_core.evaluation.protocols import with_empty_pools
 
@@ -111,9 +111,9 @@ def test_held_out_interest_finds_where_each_ranker_puts_the_held_out_job():
     assert oracle.log_rank == pytest.approx(-0.1 * np.log(21))
     assert bm25.recall == pytest.approx(sum(1 for c in range(200) if c % 10 and c % 20 < 10) / 200)
     assert oracle.versus_reference is not None and oracle.versus_reference.low > 0
-    truth = [GroundTruthRow("BM25", 0.5, 0.5, 0.0), GroundTruthRow("Oracle", 0.9, 0.9, 5.0)]
+    truth = {"BM25": 0.5, "Oracle": 0.9}  # ground-truth P@10 by ranker
     assert agreement(measured, truth) is None  # two rankers say nothing about an order
-    truth.append(GroundTruthRow("Third", 0.1, 0.1, 9.0))
+    truth["Third"] = 0.1
     third = replace(bm25, ranker="Third", log_rank=-5.0)
     three = replace(measured, rows=[*measured.rows, third])
     measured_agreement = agreement(three, truth)
