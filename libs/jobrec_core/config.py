@@ -423,6 +423,9 @@ class PairsConfig(_Section):
     # Per fold of candidates, the dimensions of the jobs' behaviour vectors
     # (`features.behaviour`); 0: none, and `profile_behaviour` is 0 everywhere.
     behaviour_dimensions: int = Field(default=128, ge=0)
+    # The ads most like each job by text, of those someone showed interest in, whose
+    # behaviour features a job nobody else wanted carries (`features.carried`); 0: none.
+    carried_neighbours: int = Field(default=10, ge=0)
 
 
 ExtraFeature = Literal[

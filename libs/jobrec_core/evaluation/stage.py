@@ -813,7 +813,7 @@ def run_temporal(
                 config.evaluation.bootstrap_resamples,
                 config.run.seed,
                 champion.name if champion is not None else None,
-                [name for name in names if name != BM25],
+                [name for name in config.evaluation.baselines if name != BM25],
             )
         )
     queries.unpersist()

@@ -172,6 +172,14 @@ def behaviour_similarity(
     return (pool @ (profile / norm)).astype(np.float32)
 
 
+def has_fold_vector(
+    vectors: list[np.ndarray], fold: int, folds: int = BEHAVIOUR_FOLDS
+) -> np.ndarray:
+    """Whether each job has a non-zero fold-`fold` vector: someone outside the fold showed
+    interest in it (`features.carried` carries the others' from their neighbours)."""
+    return np.asarray(np.any(_fold_slices(vectors, fold, folds) != 0, axis=1))
+
+
 def _fold_slices(vectors: list[np.ndarray], fold: int, folds: int) -> np.ndarray:
     """The jobs' fold-`fold` slices as rows (float64); zeros for a job without vectors. All
     vectors must have the same length, a multiple of `folds`."""

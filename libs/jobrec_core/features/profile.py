@@ -23,6 +23,10 @@ candidate's own jobs say more, in two independent ways:
 * **Behaviour beyond two steps** (`profile_behaviour`): the cosine of a pool job's behaviour vector
   (`features.behaviour`: a truncated SVD of who wanted what) with the weighted mean of the
   own jobs' vectors, all from the fold of candidates fitted without this candidate's row.
+* **Carried evidence** (`features.carried`): a pool job the graph knows nothing of for this
+  candidate (nobody else showed interest in it, as in an ad posted this morning) takes both
+  behaviour features from the ads most like it by text, their weighted mean, each computed
+  for this candidate as above (rows of role "carried" in the candidate's group).
 
 :func:`profile_features` computes them for one candidate's pool in numpy, with no loop per
 word, job or neighbour; :func:`with_profile_features` runs it per candidate in Spark.
@@ -30,7 +34,7 @@ word, job or neighbour; :func:`with_profile_features` runs it per candidate in S
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
@@ -45,7 +49,14 @@ from jobrec_core.features.behaviour import (
     FOLD_OWNER,
     behaviour_similarity,
     candidate_folds,
+    has_fold_vector,
     unit_rows,
+)
+from jobrec_core.features.carried import (
+    CARRIED_COLUMNS,
+    CARRIED_FROM,
+    CARRIED_WEIGHTS,
+    carried_means,
 )
 from jobrec_core.features.histograms import DOC_IDS, Vocabulary
 from jobrec_core.features.matching import (
@@ -58,10 +69,13 @@ from jobrec_core.features.matching import (
 from jobrec_core.features.occupations import TITLE_OCCUPATION, occupation_agreement
 from jobrec_core.platform.spark import map_groups_in_pandas
 
-PROFILE_ROLE = "_profile_role"  # "own" rows carry the candidate's own jobs into the group
+# A profile row's role in its candidate's group: "own" rows carry the candidate's own jobs,
+# "pool" rows the jobs ranked, and "carried" rows the ads whose evidence a pool job nobody
+# else wanted carries (`features.carried`).
+PROFILE_ROLE = "_profile_role"
 # What tells a candidate's profile rows apart: a job can be one of its own and in its pool.
 PROFILE_ROW_ORDER = (PROFILE_ROLE, "job_id")
-GRAPH_COLUMNS = ("neighbours", "counts", "interested", BEHAVIOUR_VECTORS)
+GRAPH_COLUMNS = ("neighbours", "counts", "interested", BEHAVIOUR_VECTORS, *CARRIED_COLUMNS)
 
 
 # --- the interest graph -----------------------------------------------------------------------
@@ -481,7 +495,7 @@ def profile_features(
     Serving one model computes what it reads (`ranking.factory.featured_pool`); the pairs
     and the evaluation, all of them."""
     role = group[PROFILE_ROLE].to_numpy()
-    own, pool = role == "own", role == "pool"
+    own, pool, carried = role == "own", role == "pool", role == "carried"
     column = document_column(group)
     kind = np.int64 if column == DOC_IDS else object
     texts = group[column].to_numpy()
@@ -490,9 +504,9 @@ def profile_features(
     )
     features = {"profile_tfidf": tfidf, "profile_w2v": w2v}
     if "co_interest" in wanted:
-        features["co_interest"] = _co_interest(group, own, pool, own_weights)
+        features["co_interest"] = _co_interest(group, own, pool, carried, own_weights)
     if "profile_behaviour" in wanted:
-        features["profile_behaviour"] = _behaviour(group, own, pool, own_weights)
+        features["profile_behaviour"] = _behaviour(group, own, pool, carried, own_weights)
     if "occupation_agreement" in wanted:
         occupations = _occupations(group)
         features["occupation_agreement"] = occupation_agreement(
@@ -502,38 +516,91 @@ def profile_features(
 
 
 def _co_interest(
-    group: pd.DataFrame, own: np.ndarray, pool: np.ndarray, own_weights: np.ndarray
+    group: pd.DataFrame,
+    own: np.ndarray,
+    pool: np.ndarray,
+    carried: np.ndarray,
+    own_weights: np.ndarray,
 ) -> np.ndarray:
-    """`co_interest` of the pool rows (:func:`co_interest_scores`) from the graph's rows."""
+    """`co_interest` of the pool rows (:func:`co_interest_scores`) from the graph's rows; a
+    pool job nobody but this candidate showed interest in carries its neighbours' (the
+    `carried` rows, :func:`_carried`)."""
     neighbours, counts = group["neighbours"].to_numpy(), group["counts"].to_numpy()
     jobs = group["job_id"].to_numpy(dtype=np.int64)
+    interested = group["interested"].fillna(0).to_numpy(dtype=np.int64)
     sequences = group["sequence_job_ids"].to_numpy()[pool]
-    sequence = sequences[0] if len(sequences) else None
-    return co_interest_scores(
-        _arrays(neighbours[own], np.int64),
-        _arrays(counts[own], np.int64),
-        _arrays(neighbours[pool], np.int64),
-        _arrays(counts[pool], np.int64),
-        group["interested"].fillna(0).to_numpy(dtype=np.int64)[pool],
-        jobs[own],
-        jobs[pool],
-        np.asarray(sequence if sequence is not None else [], dtype=np.int64),
-        own_weights,
+    sequence = np.asarray(
+        sequences[0] if len(sequences) and sequences[0] is not None else [], dtype=np.int64
     )
+
+    def scores(rows: np.ndarray) -> np.ndarray:
+        return co_interest_scores(
+            _arrays(neighbours[own], np.int64),
+            _arrays(counts[own], np.int64),
+            _arrays(neighbours[rows], np.int64),
+            _arrays(counts[rows], np.int64),
+            interested[rows],
+            jobs[own],
+            jobs[rows],
+            sequence,
+            own_weights,
+        )
+
+    direct = scores(pool)
+    unseen = interested[pool] - np.isin(jobs[pool], sequence) <= 0
+    return _carried(group, pool, carried, direct, unseen, scores)
 
 
 def _behaviour(
-    group: pd.DataFrame, own: np.ndarray, pool: np.ndarray, own_weights: np.ndarray
+    group: pd.DataFrame,
+    own: np.ndarray,
+    pool: np.ndarray,
+    carried: np.ndarray,
+    own_weights: np.ndarray,
 ) -> np.ndarray:
-    """`profile_behaviour` of the pool rows, in the candidate's fold (`features.behaviour`)."""
+    """`profile_behaviour` of the pool rows, in the candidate's fold (`features.behaviour`);
+    a pool job with no vector in that fold (nobody outside it showed interest in it) carries
+    its neighbours' (:func:`_carried`)."""
     vectors = group[BEHAVIOUR_VECTORS].to_numpy()
     fold = candidate_folds(_fold_owner(group, pool))
-    return behaviour_similarity(
-        _arrays(vectors[own], np.float32),
-        _arrays(vectors[pool], np.float32),
-        int(fold[0]) if fold.size else 0,
-        own_weights,
+    in_fold = int(fold[0]) if fold.size else 0
+
+    def scores(rows: np.ndarray) -> np.ndarray:
+        return behaviour_similarity(
+            _arrays(vectors[own], np.float32),
+            _arrays(vectors[rows], np.float32),
+            in_fold,
+            own_weights,
+        )
+
+    unseen = ~has_fold_vector(_arrays(vectors[pool], np.float32), in_fold)
+    return _carried(group, pool, carried, scores(pool), unseen, scores)
+
+
+def _carried(
+    group: pd.DataFrame,
+    pool: np.ndarray,
+    carried: np.ndarray,
+    direct: np.ndarray,
+    unseen: np.ndarray,
+    scores: Callable[[np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """`direct` (a behaviour feature of the pool rows) with the `unseen` rows' replaced by
+    the weighted mean of their neighbours' (`features.carried`), which `scores` computes for
+    the `carried` rows the group holds."""
+    if not unseen.any() or not carried.any() or CARRIED_FROM not in group.columns:
+        return direct
+    through = scores(carried)
+    jobs = group["job_id"].to_numpy(dtype=np.int64)
+    means = carried_means(
+        _arrays(group[CARRIED_FROM].to_numpy()[pool][unseen], np.int64),
+        _arrays(group[CARRIED_WEIGHTS].to_numpy()[pool][unseen], np.float32),
+        jobs[carried],
+        through.astype(np.float64),
     )
+    out = direct.copy()
+    out[unseen] = means
+    return out
 
 
 def _fold_owner(group: pd.DataFrame, pool: np.ndarray) -> np.ndarray:
@@ -580,60 +647,119 @@ def add_profile_features(
     }
     kept = frame.take(np.concatenate(pool_rows) if groups else np.zeros(0, dtype=np.int64))
     # `infer_objects`: the own rows' nulls made the pool's numbers objects, and they left
-    return kept.drop(columns=[PROFILE_ROLE, *GRAPH_COLUMNS]).infer_objects().assign(**columns)
+    gone = [c for c in (PROFILE_ROLE, *GRAPH_COLUMNS) if c in kept.columns]
+    return kept.drop(columns=gone).infer_objects().assign(**columns)
 
 
 def profile_rows(
-    pool: DataFrame, tokens: DataFrame, graph: DataFrame, carried: Iterable[str] = ()
+    pool: DataFrame, tokens: DataFrame, graph: DataFrame, shared: Iterable[str] = ()
 ) -> DataFrame:
     """Pool rows -> the rows :func:`add_profile_features` reads: the pool rows and, for each
-    candidate, a row per own job (its text from `tokens`), all with their graph row from
-    `graph` (a :func:`co_interest_table`) and their :data:`PROFILE_ROLE`. An own row has the
-    candidate's `carried` columns (what the candidate's rows share, such as its query) and
-    nulls in the pool's other columns."""
+    candidate, a row per own job (its text from `tokens`) and a row per ad whose evidence a
+    pool job the graph knows little of carries (:func:`carrying_rows`), all with their graph
+    row from `graph` (a :func:`co_interest_table`) and their :data:`PROFILE_ROLE`. An own or
+    carried row has the candidate's `shared` columns (what the candidate's rows share, such as
+    its query) and nulls in the pool's other columns."""
     own = (
-        pool.select("candidate_id", *carried, "own_job_ids")
+        pool.select("candidate_id", *shared, "own_job_ids")
         .dropDuplicates(["candidate_id"])
         .select(
             "candidate_id",
-            *carried,
+            *shared,
             F.explode(F.array_distinct("own_job_ids")).alias("job_id"),
         )
         .join(tokens, "job_id")
         .join(graph, "job_id", "left")
         .withColumn(PROFILE_ROLE, F.lit("own"))
     )
-    return (
-        pool.join(graph, "job_id", "left")
-        .withColumn(PROFILE_ROLE, F.lit("pool"))
-        .unionByName(own, allowMissingColumns=True)
+    pooled = pool.join(graph, "job_id", "left").withColumn(PROFILE_ROLE, F.lit("pool"))
+    rows = pooled.unionByName(own, allowMissingColumns=True)
+    if CARRIED_FROM not in graph.columns:
+        return rows
+    carrying = (
+        pooled.where(F.coalesce("interested", F.lit(0)) <= MOSTLY_UNSEEN)
+        .select("candidate_id", *shared, F.explode(CARRIED_FROM).alias("job_id"))
+        .dropDuplicates(["candidate_id", "job_id"])
+        .join(graph, "job_id")
+        .withColumn(PROFILE_ROLE, F.lit("carried"))
     )
+    return rows.unionByName(carrying, allowMissingColumns=True)
+
+
+# A pool job whose graph row counts at most this many candidates may be one nobody but the
+# candidate showed interest in (`profile_features` decides): its carried rows are fetched.
+MOSTLY_UNSEEN = 1
+
+
+def carrying_jobs(pool_graph: pd.DataFrame) -> np.ndarray:
+    """The distinct jobs whose evidence the pool jobs of `pool_graph` (their graph rows)
+    may carry: the `carried_from` of those the graph knows at most one candidate of."""
+    if CARRIED_FROM not in pool_graph.columns:
+        return np.zeros(0, dtype=np.int64)
+    sparse = pool_graph["interested"].fillna(0).to_numpy() <= MOSTLY_UNSEEN
+    lists = _arrays(pool_graph[CARRIED_FROM].to_numpy()[sparse], np.int64)
+    return np.unique(np.concatenate(lists)) if lists else np.zeros(0, dtype=np.int64)
 
 
 def profile_rows_of(
     pool: pd.DataFrame,
     tokens: pd.DataFrame,
     graph: pd.DataFrame,
-    carried: Iterable[str] = (),
+    shared: Iterable[str] = (),
     own: dict[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """:func:`profile_rows` on pandas, for a request: `tokens` and `graph` hold (at least)
-    the rows of the pool's and the candidates' own jobs, one row per job. The own rows are
-    built from each candidate's list (`own`: :func:`own_jobs_of` of `pool` and `carried`,
-    when the caller has it already), the tables looked up by job id and the two kinds of
-    rows joined once, with no explode or merge: those cost about 5 ms of a 100-job request.
-    Own jobs without a text in `tokens` are left out, as Spark's inner join leaves them."""
-    own = own if own is not None else own_jobs_of(pool, carried)
+    the rows of the pool's and the candidates' own jobs, and `graph` those of the jobs the
+    pool's may carry (:func:`carrying_jobs`), one row per job. The own rows are built from
+    each candidate's list (`own`: :func:`own_jobs_of` of `pool` and `shared`, when the
+    caller has it already), the tables looked up by job id and the kinds of rows joined
+    once, with no explode or merge: those cost about 5 ms of a 100-job request. Own jobs
+    without a text in `tokens` are left out, as Spark's inner join leaves them."""
+    own = own if own is not None else own_jobs_of(pool, shared)
     with_text = np.isin(own["job_id"], tokens["job_id"].to_numpy())
     own = {column: values[with_text] for column, values in own.items()}
     own_rows = pd.DataFrame({**own, **_rows_of(tokens, own["job_id"]), PROFILE_ROLE: "own"})
-    rows = pd.concat([pool.assign(**{PROFILE_ROLE: "pool"}), own_rows], ignore_index=True)
-    return rows.assign(**_rows_of(graph, rows["job_id"].to_numpy()))
+    pooled = pool.assign(**{PROFILE_ROLE: "pool"})
+    pooled = pooled.assign(**_rows_of(graph, pooled["job_id"].to_numpy()))
+    parts = [pooled, own_rows.assign(**_rows_of(graph, own_rows["job_id"].to_numpy()))]
+    if CARRIED_FROM in graph.columns:
+        parts.append(_carrying_rows(pooled, graph, shared))
+    return pd.concat(parts, ignore_index=True)
 
 
-def own_jobs_of(pool: pd.DataFrame, carried: Iterable[str] = ()) -> dict[str, np.ndarray]:
+def _carrying_rows(
+    pooled: pd.DataFrame, graph: pd.DataFrame, shared: Iterable[str]
+) -> pd.DataFrame:
+    """Per candidate of `pooled` (pool rows with their graph rows), a row per distinct job
+    its pool jobs may carry (:func:`carrying_jobs`), with the `shared` columns and its graph
+    row."""
+    shared = list(shared)
+    pieces = []
+    for candidate, rows in pooled.groupby("candidate_id", sort=False):
+        jobs = carrying_jobs(rows)
+        if not len(jobs):
+            continue
+        head = rows.iloc[0]
+        pieces.append(
+            pd.DataFrame(
+                {
+                    "candidate_id": np.repeat(candidate, len(jobs)),
+                    **{column: [head[column]] * len(jobs) for column in shared},
+                    "job_id": jobs,
+                }
+            )
+        )
+    if not pieces:
+        return pd.DataFrame(columns=["candidate_id", *shared, "job_id", PROFILE_ROLE])
+    carrying = pd.concat(pieces, ignore_index=True)
+    return carrying.assign(
+        **_rows_of(graph, carrying["job_id"].to_numpy()), **{PROFILE_ROLE: "carried"}
+    )
+
+
+def own_jobs_of(pool: pd.DataFrame, shared: Iterable[str] = ()) -> dict[str, np.ndarray]:
     """Each candidate of `pool` (its first row) -> a row per distinct job of its
-    `own_job_ids`, in their order: the columns `candidate_id`, the `carried` ones and
+    `own_job_ids`, in their order: the columns `candidate_id`, the `shared` ones and
     `job_id`. Built from the lists, not by `explode`: about 2 ms less a request."""
     heads = pool.drop_duplicates("candidate_id")
     own_jobs = [_distinct_jobs(jobs) for jobs in heads["own_job_ids"]]
@@ -641,7 +767,7 @@ def own_jobs_of(pool: pd.DataFrame, carried: Iterable[str] = ()) -> dict[str, np
     return {
         **{
             column: np.repeat(heads[column].to_numpy(), counts)
-            for column in ("candidate_id", *carried)
+            for column in ("candidate_id", *shared)
         },
         "job_id": np.array([j for jobs in own_jobs for j in jobs], dtype=np.int64),
     }

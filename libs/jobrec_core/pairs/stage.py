@@ -38,13 +38,16 @@ import json
 import logging
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import date
 from functools import reduce
 
+import numpy as np
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 
 from jobrec_core.config import JobrecConfig
 from jobrec_core.features.behaviour import FOLD_OWNER, behaviour_table
+from jobrec_core.features.carried import CARRIED_FROM, CARRIED_WEIGHTS, carried_neighbours
 from jobrec_core.features.matching import (
     LEAD_LENGTH,
     PROFILE_FEATURES,
@@ -53,7 +56,13 @@ from jobrec_core.features.matching import (
     map_features,
     triple_features,
 )
-from jobrec_core.features.profile import co_interest_table, with_profile_features
+from jobrec_core.features.profile import (
+    DOCUMENT_VECTOR,
+    MOSTLY_UNSEEN,
+    co_interest_table,
+    with_document_vectors,
+    with_profile_features,
+)
 from jobrec_core.features.queries import (
     build_queries,
     query_inputs,
@@ -79,7 +88,12 @@ from jobrec_core.pairs.splits import (
 from jobrec_core.platform import manifest
 from jobrec_core.platform.paths import local_path
 from jobrec_core.platform.progress import spark_progress
-from jobrec_core.platform.spark import arrow_batch, schema_columns
+from jobrec_core.platform.spark import (
+    arrow_batch,
+    arrow_to_pandas,
+    schema_columns,
+    spark_setting,
+)
 from jobrec_core.platform.tables import read_delta, table_path, write_delta
 from jobrec_core.ranking.factory import searched_alias
 from jobrec_core.search.bm25 import (
@@ -461,11 +475,13 @@ def _more_training_lists(
 
 def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
     """The interest graph of every candidate (`features.profile.co_interest_table`) with
-    each job's behaviour vectors (`features.behaviour`), written to `silver/co_interest` and
-    named in the manifest for the ranking pipeline. A cleaned candidate counts with their
-    cleaned jobs, the others as ingested: a candidate's row is then exactly the
-    `sequence_job_ids` the profile features take back out of it. Only the interest shown by
-    the run's as-of date counts (`timeline.asof`): an ad posted later has no link yet."""
+    each job's behaviour vectors (`features.behaviour`) and, for every job, the ads whose
+    evidence it carries where the graph knows nothing of it (`features.carried`), written to
+    `silver/co_interest` and named in the manifest for the ranking pipeline. A cleaned
+    candidate counts with their cleaned jobs, the others as ingested: a candidate's row is
+    then exactly the `sequence_job_ids` the profile features take back out of it. Only the
+    interest shown by the run's as-of date counts (`timeline.asof`): an ad posted later has
+    no link yet."""
     cleaned = read_delta(spark, table_path(config, "silver", "candidates")).select(
         "candidate_id", "sequence"
     )
@@ -478,10 +494,85 @@ def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
     path = table_path(config, "silver", "co_interest")
     with _step(spark, "behaviour vectors"):
         vectors = behaviour_table(rows, config.pairs.behaviour_dimensions, config.run.seed)
+    graph = co_interest_table(rows).join(vectors, "job_id", "left")
+    if config.pairs.carried_neighbours > 0:
+        with _step(spark, "the ads each job carries the evidence of"):
+            graph = with_carried_neighbours(spark, config, graph, rows)
     with _step(spark, "interest graph (silver/co_interest)"):
-        write_delta(co_interest_table(rows).join(vectors, "job_id", "left"), path)
+        write_delta(graph, path)
     manifest.record(config, "co_interest", {"table": path})
     return read_delta(spark, path)
+
+
+def with_carried_neighbours(
+    spark: SparkSession, config: JobrecConfig, graph: DataFrame, interests: DataFrame
+) -> DataFrame:
+    """`graph` with a row for every job of the embeddings' table (one the graph lacks: no
+    link, nobody interested) and each job's `carried_from`, `carried_weights`
+    (`features.carried`): its `pairs.carried_neighbours` most similar jobs by document
+    vector among the ads exposed by the as-of date (:func:`exposed_jobs`, from the
+    `interests`' days), found on the driver."""
+    embeddings = manifest.current(config, "embeddings")
+    jobs = read_delta(spark, embeddings["jobs"])
+    vectors = with_document_vectors(
+        document_tokens(jobs, config.histograms).select("job_id", "doc_tokens"),
+        local_path(embeddings["vectors"]),
+        broadcast_idf(spark, embeddings),
+    ).select(F.col("job_id").cast("int"), DOCUMENT_VECTOR)
+    exposed = exposed_jobs(jobs, interests, as_of(config).day)
+    found = arrow_to_pandas(
+        vectors.join(exposed, "job_id", "left")
+        .join(graph.select("job_id", "interested"), "job_id", "left")
+        .orderBy("job_id")
+    )
+    dimensions = config.embeddings.vector_size
+    matrix = np.zeros((len(found), dimensions), dtype=np.float32)
+    has_vector = found[DOCUMENT_VECTOR].notna().to_numpy()
+    if has_vector.any():
+        matrix[has_vector] = np.stack(found.loc[has_vector, DOCUMENT_VECTOR].to_list())
+    carried = carried_neighbours(
+        found["job_id"].to_numpy(),
+        matrix,
+        found["exposed"].fillna(False).to_numpy(dtype=bool),
+        config.pairs.carried_neighbours,
+        # only a job the graph knows at most one candidate of can be one nobody else wanted
+        wanted=found["interested"].fillna(0).to_numpy() <= MOSTLY_UNSEEN,
+    )
+    schema = f"job_id INT, {CARRIED_FROM} ARRAY<INT>, {CARRIED_WEIGHTS} ARRAY<FLOAT>"
+    with spark_setting(spark, "spark.sql.execution.arrow.pyspark.enabled", "true", "false"):
+        table = spark.createDataFrame(carried, schema)
+    return table.join(graph, "job_id", "left").select(
+        "job_id",
+        F.coalesce("neighbours", F.array().cast("array<int>")).alias("neighbours"),
+        F.coalesce("counts", F.array().cast("array<int>")).alias("counts"),
+        F.coalesce("interested", F.lit(0)).alias("interested"),
+        *[c for c in graph.columns if c not in ("job_id", "neighbours", "counts", "interested")],
+        CARRIED_FROM,
+        CARRIED_WEIGHTS,
+    )
+
+
+def exposed_jobs(jobs: DataFrame, interests: DataFrame, day: date | None) -> DataFrame:
+    """`job_id, exposed`: the ads that have had the time to draw interest by `day`, those
+    whose evidence an ad the graph knows nothing of may carry: posted at least the median
+    age of the interest shown by then before it (the days from an ad's posting to an
+    interest in it), whether anyone showed interest in them or not. An ad that drew nobody
+    in that time says so; counting only the ads someone wanted would carry their popularity
+    to every new ad. Undated data: every ad."""
+    if day is None:
+        return jobs.select("job_id", F.lit(True).alias("exposed"))
+    ages = (
+        interests.select(F.explode("sequence").alias("e"))
+        .join(jobs.select("job_id", "posted_at"), F.col("e.job_id") == F.col("job_id"))
+        .select(F.datediff("e.at", "posted_at").alias("age"))
+        .where(F.col("age").isNotNull())
+    )
+    median = ages.agg(F.percentile_approx("age", 0.5).alias("median")).first()
+    days = int(median["median"]) if median is not None and median["median"] is not None else 0
+    cut = F.date_sub(F.lit(day), days)
+    return jobs.select(
+        "job_id", (F.col("posted_at").isNull() | (F.col("posted_at") <= cut)).alias("exposed")
+    )
 
 
 def _step(spark: SparkSession, name: str) -> AbstractContextManager[None]:

@@ -54,6 +54,7 @@ from jobrec_core.features.profile import (
     PROFILE_ROW_ORDER,
     QUERY_VECTOR,
     add_profile_features,
+    carrying_jobs,
     own_jobs_of,
     profile_rows,
     profile_rows_of,
@@ -783,7 +784,11 @@ class ProfileRows(QueryStep):
         own = own_jobs_of(frame, QUERY_KEYS[1:])
         wanted = [*own["job_id"].tolist(), *frame["job_id"].astype(int).tolist()]
         tokens, graph = job_rows(self.tokens, wanted), job_rows(self.graph, wanted)
-        return _in_profile_order(profile_rows_of(frame, tokens, graph, own=own))
+        pool_graph = graph[graph["job_id"].isin(frame["job_id"])]
+        carrying = np.setdiff1d(carrying_jobs(pool_graph), graph["job_id"].to_numpy())
+        if len(carrying):  # the ads whose evidence a pool job nobody else wanted carries
+            graph = pd.concat([graph, job_rows(self.graph, carrying)], ignore_index=True)
+        return _in_profile_order(profile_rows_of(frame, tokens, graph, QUERY_KEYS[1:], own))
 
     def transform_spark(self, frame: DataFrame) -> DataFrame:
         if self.fusable:
@@ -798,13 +803,13 @@ class ProfileRows(QueryStep):
 
 
 def _in_profile_order(rows: pd.DataFrame) -> pd.DataFrame:
-    """Each candidate's rows in `PROFILE_ROW_ORDER` (own jobs first, then by job id), the
-    candidates where they were: the order the Spark form's grouped pass sorts them into, so
-    that the profile features' sums add up in the same order, and to the same bits, either
-    way."""
+    """Each candidate's rows in `PROFILE_ROW_ORDER` (by role, "carried" before "own" before
+    "pool", then by job id), the candidates where they were: the order the Spark form's
+    grouped pass sorts them into, so that the profile features' sums add up in the same
+    order, and to the same bits, either way."""
     candidates = pd.factorize(rows["candidate_id"])[0]
-    pool = (rows[PROFILE_ROLE] != "own").to_numpy()  # "own" sorts before "pool"
-    order = np.lexsort((rows["job_id"].to_numpy(np.int64), pool, candidates))
+    roles = pd.factorize(rows[PROFILE_ROLE], sort=True)[0]  # by name, as Spark sorts them
+    order = np.lexsort((rows["job_id"].to_numpy(np.int64), roles, candidates))
     return rows.take(order).reset_index(drop=True)
 
 

@@ -283,34 +283,47 @@ def online_recommender(spark: SparkSession, config: JobrecConfig) -> OnlineRecom
 
 
 def show_candidate(spark: SparkSession, config: JobrecConfig, candidate_id: int) -> str:
-    """A candidate's past jobs (score, title) and their recommendations, readable."""
+    """A candidate's past jobs (score, title; the day of the interest, dated data) and their
+    recommendations (with the days each ad was posted and closes), readable."""
     jobs = read_delta(spark, manifest.current(config, "embeddings")["jobs"]).select(
-        "job_id", "title", "function"
+        "job_id", "title", "function", "posted_at", "expires_at"
     )
     candidate = read_delta(spark, table_path(config, "silver", "candidates")).where(
         F.col("candidate_id") == candidate_id
     )
     past = (
         candidate.select(F.posexplode("sequence").alias("pos", "e"))
-        .select("pos", F.col("e.job_id").alias("job_id"), F.col("e.score").alias("score"))
+        .select("pos", F.col("e.job_id").alias("job_id"), "e.score", "e.at")
         .join(jobs, "job_id")
         .orderBy("pos")
         .collect()
     )
     if not past:
         return f"candidate {candidate_id} is not among the cleaned candidates"
+    dated = any(r["at"] is not None for r in past)
     recommended = recommendations_of(spark, config, candidate_id).to_dict("records")
-    lines = [f"Candidate {candidate_id}: jobs of interest (score, title)"]
-    lines += [f"  {r['score']:>2}  {r['title']}  [{r['job_id']}]" for r in past]
+    lines = [f"Candidate {candidate_id}: jobs of interest (score, {'day, ' if dated else ''}title)"]
+    for r in past:
+        day = f"{r['at']}  " if dated else ""
+        lines.append(f"  {r['score']:>2}  {day}{r['title']}  [{r['job_id']}]")
     if not recommended:
         lines.append("  no recommendations yet: run jobs/recommend.py for this candidate")
         return "\n".join(lines)
+    lives = {
+        int(r["job_id"]): (r["posted_at"], r["expires_at"])
+        for r in jobs.where(F.col("job_id").isin([int(r["job_id"]) for r in recommended]))
+        .select("job_id", "posted_at", "expires_at")
+        .collect()
+    }
     lines.append(f"Recommended by {recommended[0]['model']} (rank, DRMM score, BM25 rank)")
-    lines += [
-        f"  {r['rank']:>2}. {r['title']}  [{r['job_id']}]  score {r['score']:.3f}, "
-        + (f"BM25 #{int(r['bm25_rank'])}" if pd.notna(r["bm25_rank"]) else "kNN list only")
-        for r in recommended
-    ]
+    for r in recommended:
+        posted, expires = lives.get(int(r["job_id"]), (None, None))
+        line = f"  {r['rank']:>2}. {r['title']}  [{r['job_id']}]  score {r['score']:.3f}, " + (
+            f"BM25 #{int(r['bm25_rank'])}" if pd.notna(r["bm25_rank"]) else "kNN list only"
+        )
+        if posted is not None:
+            line += f", posted {posted}" + (f", closes {expires}" if expires else "")
+        lines.append(line)
     return "\n".join(lines)
 
 

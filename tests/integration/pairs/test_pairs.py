@@ -36,6 +36,7 @@ from jobrec_core.search.bm25 import (
 )
 from jobrec_core.search.connection import make_client, resolve_connection
 from jobrec_core.text.wmd import unit_vectors
+from jobrec_core.timeline.asof import as_of
 from tests.helpers import reference_histogram
 
 pytestmark = pytest.mark.integration
@@ -179,6 +180,26 @@ def test_profile_features_are_bounded_and_stored_everywhere(spark, built):
         read_delta(spark, entry["triples"]).select("pos_profile_tfidf").toPandas()
     )
     assert triples["pos_profile_tfidf"].notna().all()
+
+
+def test_every_job_has_a_graph_row_and_a_new_one_carries_exposed_ads_like_it(spark, built):
+    """The interest graph as of the run's date holds a row for every job, and a job the
+    graph knows at most one candidate of names the ads most like it by text, among those
+    posted long enough before the as-of date to have drawn interest (features.carried)."""
+    config, _ = built
+    graph = read_delta(spark, current(config, "co_interest")["table"]).toPandas()
+    jobs = read_delta(spark, table_path(config, "silver", "jobs")).select("job_id", "posted_at")
+    posted = jobs.toPandas().set_index("job_id")["posted_at"]
+    assert set(graph["job_id"]) == set(posted.index)
+    sparse = graph[graph["interested"] <= 1]
+    carrying = sparse[sparse["carried_from"].map(len) > 0]
+    assert len(carrying) > 0.5 * len(sparse)
+    assert (graph.loc[graph["interested"] > 1, "carried_from"].map(len) == 0).all()
+    day = as_of(config).day
+    for row in carrying.head(200).itertuples():
+        assert row.job_id not in set(row.carried_from)
+        assert all(posted[j] <= day for j in row.carried_from)  # exposed by the as-of date
+        assert abs(sum(row.carried_weights) - 1.0) < 1e-5
 
 
 def test_positive_is_in_the_top_100_and_negative_is_not_an_own_job(spark, built):
