@@ -2,8 +2,9 @@
 # The whole pipeline on data settings the project was never tuned on: each line of settings
 # below (or of the file given as $1) is one dataset, run by `jobrec run` in its own state
 # (tables, Elasticsearch node, MLflow store; an earlier run's state is removed first) under
-# $SWEEP_ROOT, and its ground-truth P@10 of BM25, the profile baseline, v10 and v5 printed, and
-# the retrievers' pools and pipelines (docs/TRAINING.md, "Small training sets").
+# $SWEEP_ROOT, and its ground-truth P@10 of BM25, the profile baseline, v10 and v5 printed, the
+# retrievers' pools and pipelines (docs/TRAINING.md, "Small training sets"), and the temporal
+# evaluation's two settings (docs/EVALUATION.md, experiment 6).
 # About 6 minutes a tiny dataset on 2 cores; PRESET=demo runs the demo's scale (~20 min each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +42,8 @@ while read -r name rest; do
   # (table 3: BM25's pools re-ranked; table 5, where the evaluation runs it: each retriever's
   # pool and pipeline, the one the held-out metric selects being what recommendations serve)
   awk '/^## .*committed snapshot/ {exit} /^3\. Ground truth/ {on=1} /^4\. Held-out/ {on=0} /^5\. Retrievers/ {on=2}
+       /^6\. Temporal/ {on=3} on == 3 && /Held-out interest of this mode/ {on=0}
        on == 1 && /^  ranker|BM25 |profile-tfidf |DRMM v10 |DRMM v5 |ceiling/ {print}
-       on == 2 {print} on == 2 && /selected by/ {exit}' "$report"
+       on == 2 {print} on == 2 && /selected by/ {on=0}
+       on == 3 && /^6\.|all live|fresh ads only|^  ranker|BM25 |profile-tfidf |co-interest |DRMM v10 |DRMM v5 |>> |the champion/ {print}' "$report"
 done <<<"$settings"

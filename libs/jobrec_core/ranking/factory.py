@@ -53,6 +53,7 @@ from jobrec_core.ranking.pipeline import (
     ProfileRows,
     Reranker,
     RetrievalSink,
+    RetrieverStep,
     Step,
     WorkerTable,
     by_job_id,
@@ -283,7 +284,7 @@ def retriever_step(
     inputs: PipelineInputs,
     sink: RetrievalSink = keep_in_memory,
     retriever: Retriever | None = None,
-) -> Step:
+) -> RetrieverStep:
     """The first step: `retriever` (default `retrieval.retriever`): BM25, or the dense or
     hybrid pool, whose kNN needs the index's job vectors from the run's embeddings."""
     kind = retriever or config.retrieval.retriever

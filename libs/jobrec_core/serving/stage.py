@@ -46,7 +46,13 @@ from jobrec_core.platform.heap import freeze_long_lived
 from jobrec_core.platform.plots import chart
 from jobrec_core.platform.spark import arrow_batch
 from jobrec_core.platform.tables import is_delta_table, read_delta, table_path, write_delta
-from jobrec_core.ranking.factory import in_memory, queries_of, ranking_inputs, rerank_pipeline
+from jobrec_core.ranking.factory import (
+    in_memory,
+    queries_of,
+    ranking_inputs,
+    rerank_pipeline,
+    retriever_step,
+)
 from jobrec_core.ranking.pipeline import Clock, spark_table
 from jobrec_core.ranking.scorers import RetrievalOrderScorer, Scorer, drmm_scorer
 from jobrec_core.search.bm25 import RetrievalCheckpoint
@@ -204,8 +210,10 @@ def run_recommend(
     expired = (0, 0)
     if timeline.day is not None:
         gone = spark_table(inputs.dates).where(~live_on(timeline.day)).select("job_id")
+        # the pools as searched, read back from the run's stored searches (no search again)
+        pools = retriever_step(config, inputs, checkpoint).pools_spark(queries)
         expired = (
-            expired_in_pools(read_delta(spark, retrieval_path), queries, gone),
+            expired_in_pools(pools, gone),
             written.join(gone, "job_id", "left_semi").count(),
         )
     queries.unpersist()
@@ -226,23 +234,11 @@ def run_recommend(
     )
 
 
-def expired_in_pools(retrieved: DataFrame, queries: DataFrame, gone: DataFrame) -> int:
-    """How many pool rows of `queries` the stored searches (`retrieved`: `candidate_id,
-    full_hits, error`) held of the ads in `gone` (`job_id`: not live on the run's day), the
-    candidate's own jobs aside: what `LiveOnly` left out."""
-    hits = (
-        retrieved.where(F.col("error").isNull())
-        .join(queries.select("candidate_id", "own_job_ids"), "candidate_id")
-        .select(
-            "candidate_id",
-            F.explode(
-                F.filter(
-                    F.transform("full_hits", lambda h: h["job_id"]),
-                    lambda job: ~F.array_contains(F.col("own_job_ids"), job),
-                )
-            ).alias("job_id"),
-        )
-    )
+def expired_in_pools(pools: DataFrame, gone: DataFrame) -> int:
+    """How many pool rows (`pool_job_id` arrays, `ranking.pipeline.RetrieverStep.pools_spark`:
+    the candidates' own jobs already left out) are ads in `gone` (`job_id`: not live on the
+    run's day): what `LiveOnly` left out."""
+    hits = pools.select(F.explode("pool_job_id").alias("job_id"))
     return hits.join(gone, "job_id", "left_semi").count()
 
 

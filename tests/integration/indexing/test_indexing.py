@@ -137,7 +137,7 @@ def test_dated_jobs_get_a_version_of_the_ads_live_and_one_of_every_ad_posted(
     assert client.count(index="jobs_history")["count"] == history.indexed
     recorded = manifest.current(config, "index")
     assert (recorded["index"], recorded["history_index"]) == (result.index, history.index)
-    assert recorded["as_of"] == day.isoformat()
+    assert day is not None and recorded["as_of"] == day.isoformat()
 
 
 def test_every_job_carries_its_normalised_title_occupation(spark, indexed, client):

@@ -187,10 +187,10 @@ def test_every_job_has_a_graph_row_and_a_new_one_carries_exposed_ads_like_it(spa
     graph knows at most one candidate of names the ads most like it by text, among those
     posted long enough before the as-of date to have drawn interest (features.carried)."""
     config, _ = built
-    graph = read_delta(spark, current(config, "co_interest")["table"]).toPandas()
+    graph: pd.DataFrame = read_delta(spark, current(config, "co_interest")["table"]).toPandas()
     jobs = read_delta(spark, table_path(config, "silver", "jobs")).select("job_id", "posted_at")
-    posted = jobs.toPandas().set_index("job_id")["posted_at"]
-    assert set(graph["job_id"]) == set(posted.index)
+    posted = {row.job_id: row.posted_at for row in jobs.collect()}
+    assert set(graph["job_id"]) == set(posted)
     sparse = graph[graph["interested"] <= 1]
     carrying = sparse[sparse["carried_from"].map(len) > 0]
     assert len(carrying) > 0.5 * len(sparse)
