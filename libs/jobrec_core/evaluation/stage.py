@@ -427,6 +427,20 @@ def run_held_out(
     if settings.held_out_candidates <= 0:
         return None
     candidates = held_out_candidates(spark, config, settings.held_out_candidates)
+    return _held_out_measure(spark, config, inputs, rankers, candidates, "held_out_retrieval")
+
+
+def _held_out_measure(
+    spark: SparkSession,
+    config: JobrecConfig,
+    inputs: RankingInputs,
+    rankers: list[Scorer],
+    candidates: DataFrame,
+    searches: str,
+) -> tuple[HeldOut, pd.DataFrame]:
+    """The held-out measure of `candidates` (their `positive_job_id` held out, the rest of
+    their sequence the query), their pools searched into the table `searches`; with the
+    labelled scores."""
     queries = queries_of(config, inputs, candidates, hold_out=True).cache()
     asked = _candidate_ids(queries)
     labelled = _scored_pools(
@@ -435,11 +449,12 @@ def run_held_out(
         inputs,
         rankers,
         queries,
-        "held_out_retrieval",
+        searches,
         lambda scored: with_held_out_label(scored, queries),
     )
     queries.unpersist()
     names = [scorer.name for scorer in rankers]
+    settings = config.evaluation
     measured = held_out_interest(
         with_empty_pools(labelled, asked, names),
         names,
@@ -826,7 +841,7 @@ def run_temporal(
         last.isoformat(),
         judged,
         held_out,
-        agreement(held_out, all_live) if held_out is not None else None,
+        agreement(held_out, all_live),
     )
 
 
@@ -836,33 +851,12 @@ def temporal_held_out(
     inputs: RankingInputs,
     rankers: list[Scorer],
     candidates: DataFrame,
-) -> HeldOut | None:
+) -> HeldOut:
     """The held-out measure of the temporal mode: each candidate's latest interest before the
     cut (the last of their cleaned sequence) held out, the query from the earlier ones, the
     pool from every ad posted by then (`inputs`, the history's index)."""
     latest = candidates.withColumn("positive_job_id", F.element_at("sequence", -1)["job_id"])
-    queries = queries_of(config, inputs, latest, hold_out=True).cache()
-    asked = _candidate_ids(queries)
-    labelled = _scored_pools(
-        spark,
-        config,
-        inputs,
-        rankers,
-        queries,
-        "temporal/held_out_latest",
-        lambda scored: with_held_out_label(scored, queries),
-    )
-    queries.unpersist()
-    names = [scorer.name for scorer in rankers]
-    settings = config.evaluation
-    return held_out_interest(
-        with_empty_pools(labelled, asked, names),
-        names,
-        settings.k,
-        config.retrieval.top_k,
-        settings.bootstrap_resamples,
-        config.run.seed,
-    )
+    return _held_out_measure(spark, config, inputs, rankers, latest, "temporal/held_out_latest")[0]
 
 
 # --- the stage ----------------------------------------------------------------------------------
