@@ -495,9 +495,12 @@ def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
     with _step(spark, "behaviour vectors"):
         vectors = behaviour_table(rows, config.pairs.behaviour_dimensions, config.run.seed)
     graph = co_interest_table(rows).join(vectors, "job_id", "left")
-    if config.pairs.carried_neighbours > 0:
+    # Undated data is one snapshot with no new ads: an ad nobody wanted there was seen and
+    # not wanted, and carrying its neighbours' evidence would change today's features.
+    day = as_of(config).day
+    if config.pairs.carried_neighbours > 0 and day is not None:
         with _step(spark, "the ads each job carries the evidence of"):
-            graph = with_carried_neighbours(spark, config, graph, rows)
+            graph = with_carried_neighbours(spark, config, graph, rows, day)
     with _step(spark, "interest graph (silver/co_interest)"):
         write_delta(graph, path)
     manifest.record(config, "co_interest", {"table": path})
@@ -505,12 +508,12 @@ def interest_graph(spark: SparkSession, config: JobrecConfig) -> DataFrame:
 
 
 def with_carried_neighbours(
-    spark: SparkSession, config: JobrecConfig, graph: DataFrame, interests: DataFrame
+    spark: SparkSession, config: JobrecConfig, graph: DataFrame, interests: DataFrame, day: date
 ) -> DataFrame:
     """`graph` with a row for every job of the embeddings' table (one the graph lacks: no
     link, nobody interested) and each job's `carried_from`, `carried_weights`
     (`features.carried`): its `pairs.carried_neighbours` most similar jobs by document
-    vector among the ads exposed by the as-of date (:func:`exposed_jobs`, from the
+    vector among the ads exposed by the as-of `day` (:func:`exposed_jobs`, from the
     `interests`' days), found on the driver."""
     embeddings = manifest.current(config, "embeddings")
     jobs = read_delta(spark, embeddings["jobs"])
@@ -519,7 +522,7 @@ def with_carried_neighbours(
         local_path(embeddings["vectors"]),
         broadcast_idf(spark, embeddings),
     ).select(F.col("job_id").cast("int"), DOCUMENT_VECTOR)
-    exposed = exposed_jobs(jobs, interests, as_of(config).day)
+    exposed = exposed_jobs(jobs, interests, day)
     found = arrow_to_pandas(
         vectors.join(exposed, "job_id", "left")
         .join(graph.select("job_id", "interested"), "job_id", "left")
@@ -552,15 +555,13 @@ def with_carried_neighbours(
     )
 
 
-def exposed_jobs(jobs: DataFrame, interests: DataFrame, day: date | None) -> DataFrame:
+def exposed_jobs(jobs: DataFrame, interests: DataFrame, day: date) -> DataFrame:
     """`job_id, exposed`: the ads that have had the time to draw interest by `day`, those
     whose evidence an ad the graph knows nothing of may carry: posted at least the median
     age of the interest shown by then before it (the days from an ad's posting to an
     interest in it), whether anyone showed interest in them or not. An ad that drew nobody
     in that time says so; counting only the ads someone wanted would carry their popularity
-    to every new ad. Undated data: every ad."""
-    if day is None:
-        return jobs.select("job_id", F.lit(True).alias("exposed"))
+    to every new ad."""
     ages = (
         interests.select(F.explode("sequence").alias("e"))
         .join(jobs.select("job_id", "posted_at"), F.col("e.job_id") == F.col("job_id"))
