@@ -656,7 +656,7 @@ def profile_rows(
 ) -> DataFrame:
     """Pool rows -> the rows :func:`add_profile_features` reads: the pool rows and, for each
     candidate, a row per own job (its text from `tokens`) and a row per ad whose evidence a
-    pool job the graph knows little of carries (:func:`carrying_rows`), all with their graph
+    pool job the graph knows little of carries (:func:`carrying_jobs`), all with their graph
     row from `graph` (a :func:`co_interest_table`) and their :data:`PROFILE_ROLE`. An own or
     carried row has the candidate's `shared` columns (what the candidate's rows share, such as
     its query) and nulls in the pool's other columns."""
